@@ -1,0 +1,42 @@
+"""Entry point of the ``ragbridge`` command: one subcommand per job, user errors as one line.
+
+User errors (bad arguments, bad files) print ``ragbridge: error: ...`` and exit 2; no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ragbridge.adapters.cli import trec_command
+
+
+class UserError(Exception):
+    """An error the user can fix; printed as one line, exit code 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ragbridge", description="Framework-neutral evaluation of RAG pipelines."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    trec_command.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.handler(args)
+    except (UserError, ValueError, OSError) as exc:
+        print(f"ragbridge: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # pragma: no cover - e.g. piped into `head`
+        return 0
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""Ranking measures (hit rate, MRR, nDCG, P/R/F1@k, AP, R-precision), trec_eval-exact.
+
+* `evaluate_run` — a run against qrels, vectorised over queries; `read_qrels` / `read_run` for
+  TREC files; `format_trec_lines` prints trec_eval's output.
+* `score_samples` — the same measures per `Sample`, from ``contexts[i].id`` and ``relevance``.
+* `Measure` / `parse_measure` — the declarative names (``recall@5`` or ``recall_5``).
+"""
+
+from ragbridge.core.retrieval.compute import RetrievalResult, evaluate_run
+from ragbridge.core.retrieval.measures import (
+    Measure,
+    parse_measure,
+    parse_measures,
+    parse_trec_measures,
+)
+from ragbridge.core.retrieval.ranking import GradeMatrix, Qrels, Run, trec_order
+from ragbridge.core.retrieval.trec_files import read_qrels, read_run, read_run_scores
+from ragbridge.core.retrieval.trec_output import format_trec_lines
+
+__all__ = [
+    "GradeMatrix",
+    "Measure",
+    "Qrels",
+    "RetrievalResult",
+    "Run",
+    "evaluate_run",
+    "format_trec_lines",
+    "parse_measure",
+    "parse_measures",
+    "parse_trec_measures",
+    "read_qrels",
+    "read_run",
+    "read_run_scores",
+    "trec_order",
+]

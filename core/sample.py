@@ -1,0 +1,326 @@
+"""The neutral record every adapter produces and every metric consumes.
+
+A `Sample` is one question put to a RAG pipeline, with what the pipeline retrieved (`contexts`, in
+rank order) and answered, and whatever ground truth exists. Keeping one small, strict record is what
+lets a LangChain trace, a LlamaIndex response and a JSONL file be scored by the same code.
+
+Two conventions carry meaning and are easy to get wrong:
+
+* ``relevance`` is ``None`` when nobody labelled the sample, and ``{}`` when it was labelled and no
+  relevant document exists (a no-answer query). Ranking measures are undefined for the latter; the
+  ``no_answer`` measure scores it instead.
+* ``contexts`` order *is* the ranking. Scores are kept for thresholds and reports, never re-sorted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+__all__ = [
+    "Context",
+    "InvalidLine",
+    "Sample",
+    "SampleLoadReport",
+    "SampleReader",
+    "SampleValidationError",
+    "iter_samples",
+    "load_samples",
+    "sample_json_schema",
+    "save_samples",
+]
+
+SCHEMA_ID = "https://ragbridge.dev/schema/sample-1.json"
+
+# Field names other tools use for our fields: named in errors so a user converting a RAGAS or
+# DeepEval file learns the right key instead of silently losing a column.
+_ALIASES: dict[str, str] = {
+    "user_input": "question",
+    "query": "question",
+    "input": "question",
+    "response": "answer",
+    "actual_output": "answer",
+    "output": "answer",
+    "retrieved_contexts": "contexts",
+    "retrieval_context": "contexts",
+    "context": "contexts",
+    "ground_truth": "reference",
+    "expected_output": "reference",
+    "ground_truths": "reference",
+    "qrels": "relevance",
+}
+
+
+def _id_to_str(value: Any) -> Any:
+    # Ids often arrive as integers from spreadsheets and dataframes; they are names, not numbers.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+class Context(BaseModel):
+    """One retrieved passage. ``id`` links it to ``Sample.relevance``; ``score`` is the retriever's."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    text: str = Field(strict=True)
+    id: str | None = None
+    score: float | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _coerce_id(cls, value: Any) -> Any:
+        return _id_to_str(value)
+
+
+class Sample(BaseModel):
+    """One evaluated question: what was asked, retrieved and answered, and the ground truth."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    id: str = Field(min_length=1)
+    question: str = Field(strict=True)
+    answer: str | None = None
+    contexts: list[Context] = Field(default_factory=list)
+    reference: str | None = None
+    reference_contexts: list[str] | None = None
+    relevance: dict[str, int] | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _coerce_id(cls, value: Any) -> Any:
+        return _id_to_str(value)
+
+    @field_validator("contexts", mode="before")
+    @classmethod
+    def _bare_strings_are_contexts(cls, value: Any) -> Any:
+        # The commonest hand-written form is a list of passage strings; accept it as such.
+        if isinstance(value, list):
+            return [{"text": v} if isinstance(v, str) else v for v in value]
+        return value
+
+    @field_validator("relevance", mode="before")
+    @classmethod
+    def _reject_bool_grades(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            for key, grade in value.items():
+                if isinstance(grade, bool) or not isinstance(grade, int):
+                    raise ValueError(f"grade of {key!r} must be an integer, got {grade!r}")
+        return value
+
+    @property
+    def context_ids(self) -> list[str | None]:
+        return [c.id for c in self.contexts]
+
+    @property
+    def is_no_answer(self) -> bool:
+        """True when labelled and no relevant document exists (``relevance == {}`` or all grades <= 0)."""
+        return self.relevance is not None and not any(g > 0 for g in self.relevance.values())
+
+
+def sample_json_schema() -> dict[str, Any]:
+    """JSON Schema (draft 2020-12) of one line of a ragbridge samples file."""
+    schema = Sample.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = SCHEMA_ID
+    # The validator also accepts bare strings as contexts; say so in the published schema.
+    contexts = schema["properties"]["contexts"]
+    contexts["items"] = {"anyOf": [contexts["items"], {"type": "string"}]}
+    for key in ("id",):
+        schema["properties"][key] = {"anyOf": [{"type": "string", "minLength": 1}, {"type": "integer"}]}
+    return schema
+
+
+# --------------------------------------------------------------------------- errors
+
+
+_MESSAGES = {
+    "string_type": "expected a string",
+    "missing": "required field is missing",
+    "float_type": "expected a number",
+    "float_parsing": "expected a number",
+    "finite_number": "expected a finite number",
+    "int_type": "expected an integer",
+    "int_parsing": "expected an integer",
+    "int_from_float": "expected an integer",
+    "dict_type": "expected an object",
+    "model_type": "expected an object",
+    "model_attributes_type": "expected an object",
+    "list_type": "expected a list",
+    "string_too_short": "must not be empty",
+}
+
+
+def _loc_to_path(loc: tuple[str | int, ...]) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part in {"function-before", "function-after"} or part.startswith("function-"):
+            continue
+        else:
+            path += f".{part}" if path else str(part)
+    return path or "<line>"
+
+
+def _describe(err: dict[str, Any]) -> str:
+    kind = err["type"]
+    loc = tuple(err["loc"])
+    if kind == "extra_forbidden":
+        name = str(loc[-1]) if loc else "?"
+        hint = _ALIASES.get(name) if len(loc) == 1 else None
+        extra = f" (ragbridge calls it {hint!r})" if hint else ""
+        return f"{_loc_to_path(loc)}: unknown field{extra}"
+    if kind == "json_invalid":
+        return f"invalid JSON: {err.get('ctx', {}).get('error', err['msg'])}"
+    if kind == "value_error":
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        return f"{_loc_to_path(loc)}: {msg}"
+    text = _MESSAGES.get(kind, str(err["msg"]).lower())
+    got = err.get("input")
+    if kind.endswith("_type") and not isinstance(got, (dict, list)):
+        text += f", got {json.dumps(got) if _jsonable(got) else repr(got)}"
+    return f"{_loc_to_path(loc)}: {text}"
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+class SampleValidationError(ValueError):
+    """A samples file has a bad line. The message starts ``file:line:`` and names the field."""
+
+    def __init__(self, source: str, line: int, problems: list[str]) -> None:
+        self.source = source
+        self.line = line
+        self.problems = problems
+        first = f"{source}:{line}: {problems[0]}"
+        more = "".join(f"\n{source}:{line}: {p}" for p in problems[1:])
+        super().__init__(first + more)
+
+
+def _problems(exc: ValidationError) -> list[str]:
+    return [_describe(dict(e)) for e in exc.errors(include_url=False)]
+
+
+@dataclass(frozen=True)
+class InvalidLine:
+    """A line left out of a lenient load, with why."""
+
+    line: int
+    problems: list[str]
+
+    def __str__(self) -> str:
+        return "; ".join(self.problems)
+
+
+@dataclass
+class SampleLoadReport:
+    """What a lenient (``skip_invalid=True``) load left out, so nothing is dropped unnoticed."""
+
+    source: str
+    loaded: int = 0
+    invalid: list[InvalidLine] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.invalid
+
+    def __str__(self) -> str:
+        head = f"{self.source}: {self.loaded} samples loaded, {len(self.invalid)} invalid lines skipped"
+        return "\n".join([head, *(f"{self.source}:{bad.line}: {bad}" for bad in self.invalid)])
+
+
+class SampleReader(Iterator[Sample]):
+    """Streams samples from a JSONL file one line at a time; memory does not grow with file size.
+
+    Blank lines are ignored. Sample ids must be unique within a file (a duplicate is an error naming
+    both lines), because every result downstream is keyed by sample id.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, skip_invalid: bool = False) -> None:
+        self.path = Path(path)
+        self.skip_invalid = skip_invalid
+        self.report = SampleLoadReport(source=str(path))
+        self._seen: dict[str, int] = {}
+        self._lines = self._read()
+
+    def _read(self) -> Iterator[Sample]:
+        source = str(self.path)
+        with self.path.open("r", encoding="utf-8") as handle:
+            for number, raw in enumerate(handle, start=1):
+                if not raw.strip():
+                    continue
+                try:
+                    sample = Sample.model_validate_json(raw)
+                except ValidationError as exc:
+                    problems = _problems(exc)
+                    if not self.skip_invalid:
+                        raise SampleValidationError(source, number, problems) from None
+                    self.report.invalid.append(InvalidLine(number, problems))
+                    continue
+                first = self._seen.get(sample.id)
+                if first is not None:
+                    problem = f"id: duplicate sample id {sample.id!r} (first on line {first})"
+                    if not self.skip_invalid:
+                        raise SampleValidationError(source, number, [problem])
+                    self.report.invalid.append(InvalidLine(number, [problem]))
+                    continue
+                self._seen[sample.id] = number
+                self.report.loaded += 1
+                yield sample
+
+    def __next__(self) -> Sample:
+        return next(self._lines)
+
+    def __iter__(self) -> SampleReader:
+        return self
+
+
+def load_samples(path: str | os.PathLike[str], *, skip_invalid: bool = False) -> SampleReader:
+    """Stream `Sample`s from a JSONL file.
+
+    With ``skip_invalid=True`` bad lines are collected in ``reader.report`` instead of raising; read
+    the report after iterating. Otherwise the first bad line raises `SampleValidationError`
+    (``eval.jsonl:17: contexts[2].text: expected a string``).
+    """
+    return SampleReader(path, skip_invalid=skip_invalid)
+
+
+iter_samples = load_samples
+
+
+def save_samples(samples: Iterable[Sample], path: str | os.PathLike[str]) -> int:
+    """Write samples as JSONL atomically (a crash never leaves half a file); returns the count.
+
+    Fields at their defaults are omitted to keep files small; ``relevance: {}`` is kept because it
+    differs from "not labelled".
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    count = 0
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            for sample in samples:
+                handle.write(sample.model_dump_json(exclude_defaults=True))
+                handle.write("\n")
+                count += 1
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return count
