@@ -4,7 +4,7 @@ Nothing under ``ragbridge.core`` imports a RAG framework, an HTTP client or torc
 keeps ``import ragbridge.core`` fast and lets every adapter depend on it without cycles.
 """
 
-from ragbridge.core.sample import (
+from .sample import (
     Context,
     Sample,
     SampleLoadReport,

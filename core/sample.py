@@ -66,7 +66,8 @@ def _id_to_str(value: Any) -> Any:
 
 
 class Context(BaseModel):
-    """One retrieved passage. ``id`` links it to ``Sample.relevance``; ``score`` is the retriever's."""
+    """One retrieved passage; ``id`` links it to ``Sample.relevance``, ``score`` is the retriever's
+    own (kept for thresholds and reports; the list order is the ranking)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -123,7 +124,7 @@ class Sample(BaseModel):
 
     @property
     def is_no_answer(self) -> bool:
-        """True when labelled and no relevant document exists (``relevance == {}`` or all grades <= 0)."""
+        """Labelled, and no relevant document exists (``relevance == {}`` or every grade <= 0)."""
         return self.relevance is not None and not any(g > 0 for g in self.relevance.values())
 
 
@@ -136,7 +137,9 @@ def sample_json_schema() -> dict[str, Any]:
     contexts = schema["properties"]["contexts"]
     contexts["items"] = {"anyOf": [contexts["items"], {"type": "string"}]}
     for key in ("id",):
-        schema["properties"][key] = {"anyOf": [{"type": "string", "minLength": 1}, {"type": "integer"}]}
+        schema["properties"][key] = {
+            "anyOf": [{"type": "string", "minLength": 1}, {"type": "integer"}]
+        }
     return schema
 
 
@@ -240,7 +243,8 @@ class SampleLoadReport:
         return not self.invalid
 
     def __str__(self) -> str:
-        head = f"{self.source}: {self.loaded} samples loaded, {len(self.invalid)} invalid lines skipped"
+        skipped = len(self.invalid)
+        head = f"{self.source}: {self.loaded} samples loaded, {skipped} invalid lines skipped"
         return "\n".join([head, *(f"{self.source}:{bad.line}: {bad}" for bad in self.invalid)])
 
 

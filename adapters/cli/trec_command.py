@@ -72,4 +72,3 @@ def run(args: argparse.Namespace) -> int:
     for line in format_trec_lines(result, per_query=args.per_query, run_id=show_run_id):
         out.write(line + "\n")
     return 0
-

@@ -6,16 +6,17 @@
 * `Measure` / `parse_measure` — the declarative names (``recall@5`` or ``recall_5``).
 """
 
-from ragbridge.core.retrieval.compute import RetrievalResult, evaluate_run
-from ragbridge.core.retrieval.measures import (
+from .compute import RetrievalResult, evaluate_run
+from .measures import (
     Measure,
     parse_measure,
     parse_measures,
     parse_trec_measures,
 )
-from ragbridge.core.retrieval.ranking import GradeMatrix, Qrels, Run, trec_order
-from ragbridge.core.retrieval.trec_files import read_qrels, read_run, read_run_scores
-from ragbridge.core.retrieval.trec_output import format_trec_lines
+from .per_sample import score_sample, score_samples
+from .ranking import GradeMatrix, Qrels, Run, trec_order
+from .trec_files import read_qrels, read_run, read_run_scores
+from .trec_output import format_trec_lines
 
 __all__ = [
     "GradeMatrix",
@@ -31,5 +32,7 @@ __all__ = [
     "read_qrels",
     "read_run",
     "read_run_scores",
+    "score_sample",
+    "score_samples",
     "trec_order",
 ]

@@ -1,11 +1,13 @@
 """Ranking measures over many queries at once, computed exactly as trec_eval computes them.
 
 Each measure is a few numpy operations on a `GradeMatrix` block (queries × ranks). Formulas, with
-R = judged documents with grade >= level (trec_eval ``num_rel``) and rel(i) = grade at rank i >= level:
+R = judged documents with grade >= level (trec_eval ``num_rel``) and rel(i) = (grade at rank i
+>= level):
 
 * P@k = |rel in top k| / k — divided by k even when fewer than k documents were retrieved;
 * recall@k = |rel in top k| / R (0 when R = 0); F1@k = 2·P·R/(P+R) (0 when both are 0);
-* success@k (hit rate) = 1 if a relevant document is in the top k; recip_rank = 1 / first relevant rank;
+* success@k (hit rate) = 1 if a relevant document is in the top k;
+  recip_rank = 1 / rank of the first relevant document (0 if none);
 * AP = Σ_{i: rel(i)} (|rel in top i| / i) / R, summed in rank order (trec_eval ``map``); AP@k
   (``map_cut``) stops the sum at k; R-prec = |rel in top min(R, n)| / R;
 * nDCG@k = Σ_{i<=k} gain(g_i) / log2(i+1) divided by the same sum over the ideal ranking of *all*
@@ -23,13 +25,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragbridge.core.retrieval.measures import Measure, parse_measures
-from ragbridge.core.retrieval.ranking import PAD, GradeMatrix, Qrels, Run, iter_blocks
+from .measures import Measure, parse_measures
+from .ranking import PAD, GradeMatrix, Qrels, Run, iter_blocks
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 __all__ = ["RetrievalResult", "compute_block", "evaluate_run"]
+
 
 @dataclass(frozen=True)
 class RetrievalResult:
@@ -48,7 +51,7 @@ class RetrievalResult:
         return self.values[parse_measures([measure])[0]]
 
     def per_query(self, measure: str | Measure) -> dict[str, float]:
-        return dict(zip(self.qids, self[measure].tolist()))
+        return dict(zip(self.qids, self[measure].tolist(), strict=True))
 
     def aggregate(self) -> dict[Measure, float]:
         out: dict[Measure, float] = {}
@@ -85,8 +88,8 @@ def evaluate_run(
     parts: dict[Measure, list[NDArray[np.float64]]] = {m: [] for m in wanted}
     for block in iter_blocks(qids, block_size):
         matrix = GradeMatrix.build(block, q, r, depth=depth)
-        for measure, values in compute_block(matrix, wanted, relevance_level).items():
-            parts[measure].append(values)
+        for measure, block_values in compute_block(matrix, wanted, relevance_level).items():
+            parts[measure].append(block_values)
     values = {
         m: (np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float64))
         for m, chunks in parts.items()
@@ -160,15 +163,18 @@ def _discount_prefix(length: int) -> NDArray[np.float64]:
 def _level_gains(measure: Measure, levels: int) -> NDArray[np.float64]:
     grades = np.arange(levels, dtype=np.float64)
     if measure.gain == "exponential":
-        return np.exp2(grades) - 1.0
-    gains = grades.copy()
+        exponential: NDArray[np.float64] = np.exp2(grades) - 1.0
+        return exponential
+    gains: NDArray[np.float64] = grades.copy()
     for level, gain in measure.gain_map:
         if 0 <= level < levels:
             gains[level] = gain
     return gains
 
 
-def _ideal_dcg(block: _Block, measure: Measure, cutoffs: Sequence[int | None]) -> list[NDArray[np.float64]]:
+def _ideal_dcg(
+    block: _Block, measure: Measure, cutoffs: Sequence[int | None]
+) -> list[NDArray[np.float64]]:
     """Ideal DCG at each cutoff, from the per-grade counts alone.
 
     The ideal ranking lists judged documents by gain, highest first; a run of c documents of gain
@@ -191,7 +197,8 @@ def _ideal_dcg(block: _Block, measure: Measure, cutoffs: Sequence[int | None]) -
     for k in cutoffs:
         e = ends if k is None else np.minimum(ends, k)
         s = starts if k is None else np.minimum(starts, k)
-        out.append(((disc[e] - disc[s]) * gains[order]).sum(axis=1))
+        ideal: NDArray[np.float64] = ((disc[e] - disc[s]) * gains[order]).sum(axis=1)
+        out.append(ideal)
     return out
 
 
@@ -209,7 +216,8 @@ def _result_gains(block: _Block, measure: Measure) -> NDArray[np.float64]:
     for level, gain in measure.gain_map:
         if PAD < level < 0:
             table[level - PAD] = gain
-    return table[grades - PAD]
+    mapped: NDArray[np.float64] = table[grades - PAD]
+    return mapped
 
 
 def _ndcg(block: _Block, measures: Sequence[Measure]) -> dict[Measure, NDArray[np.float64]]:
@@ -225,7 +233,7 @@ def _ndcg(block: _Block, measures: Sequence[Measure]) -> dict[Measure, NDArray[n
         else:
             dcg_prefix = np.zeros((block.n, 0))
         ideals = _ideal_dcg(block, first, [m.cutoff for m in group])
-        for m, ideal in zip(group, ideals):
+        for m, ideal in zip(group, ideals, strict=True):
             dcg = block.at(dcg_prefix, m.cutoff if m.cutoff is not None else block.width)
             out[m] = np.divide(dcg, ideal, out=np.zeros(block.n), where=ideal > 0)
     return out

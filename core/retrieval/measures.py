@@ -212,8 +212,10 @@ def _expand(text: str | Measure) -> list[Measure]:
 
 def _unknown(name: str) -> str:
     known = ", ".join(
-        ["hit_rate@k", "mrr", "ndcg@k", "ndcg_exp@k", "precision@k", "recall@k", "f1@k"]
-        + ["average_precision", "map@k", "r_precision", "no_answer"]
+        [
+            *("hit_rate@k", "mrr", "ndcg@k", "ndcg_exp@k", "precision@k", "recall@k", "f1@k"),
+            *("average_precision", "map@k", "r_precision", "no_answer"),
+        ]
     )
     trec = ", ".join(f for f in TREC_FAMILIES)
     return f"unknown measure {name!r}; ragbridge names: {known}; trec_eval names: {trec}"
@@ -268,7 +270,7 @@ def parse_trec_measures(specs: Iterable[str]) -> list[Measure]:
                     add(measure)
             continue
         family, dot, params = text.partition(".")
-        if not dot:
+        if not dot or family not in TREC_FAMILIES:
             family, params = _split_output_name(text)
         if family not in TREC_FAMILIES:
             raise ValueError(

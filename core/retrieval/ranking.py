@@ -117,7 +117,7 @@ def trec_order(scores: Mapping[str, float]) -> list[str]:
     order = np.argsort(-values, kind="stable")
     ranked = values[order]
     if n > 1 and bool((ranked[1:] == ranked[:-1]).any()):
-        return [d for _, d in sorted(zip(values.tolist(), docs), reverse=True)]
+        return [d for _, d in sorted(zip(values.tolist(), docs, strict=True), reverse=True)]
     return [docs[i] for i in order.tolist()]
 
 
@@ -156,7 +156,7 @@ class GradeMatrix:
     ) -> GradeMatrix:
         """Look up each ranked document's grade; ``depth`` truncates rankings (trec_eval ``-M``)."""
         n = len(qids)
-        rankings = [run[q] if q in run else () for q in qids]
+        rankings = [run[q] if q in run else () for q in qids]  # noqa: SIM401
         lengths = [len(r) if depth is None else min(len(r), depth) for r in rankings]
         width = max(lengths, default=0)
         grades = np.full((n, width), PAD, dtype=np.int32)
@@ -169,7 +169,7 @@ class GradeMatrix:
                 max_grade = max(max_grade, max(judged.values()))
         level_counts = np.zeros((n, max_grade + 1), dtype=np.int64)
         for row, (qid, ranking, length, judged) in enumerate(
-            zip(qids, rankings, lengths, judged_per_query)
+            zip(qids, rankings, lengths, judged_per_query, strict=True)
         ):
             if length:
                 docs = ranking if len(ranking) == length else ranking[:length]

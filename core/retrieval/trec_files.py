@@ -12,7 +12,7 @@ import math
 import os
 from pathlib import Path
 
-from ragbridge.core.retrieval.ranking import Qrels, Run, trec_order
+from .ranking import Qrels, Run, trec_order
 
 __all__ = ["read_qrels", "read_run", "read_run_scores"]
 
@@ -40,9 +40,7 @@ def read_qrels(path: str | os.PathLike[str]) -> Qrels:
         try:
             grade = int(grade_text)
         except ValueError:
-            raise ValueError(
-                f"{path}:{number}: grade {grade_text!r} is not an integer"
-            ) from None
+            raise ValueError(f"{path}:{number}: grade {grade_text!r} is not an integer") from None
         judged = data.setdefault(qid, {})
         if doc in judged:
             raise ValueError(f"{path}:{number}: document {doc!r} judged twice for query {qid!r}")
@@ -57,7 +55,8 @@ def read_run_scores(path: str | os.PathLike[str]) -> tuple[dict[str, dict[str, f
     for number, fields in _lines(path):
         if len(fields) < 6:
             raise ValueError(
-                f"{path}:{number}: expected 6 fields 'qid Q0 docno rank score tag', got {len(fields)}"
+                f"{path}:{number}: expected 6 fields 'qid Q0 docno rank score tag', "
+                f"got {len(fields)}"
             )
         qid, _, doc, _, score_text, run_id = fields[:6]
         try:
@@ -74,6 +73,6 @@ def read_run_scores(path: str | os.PathLike[str]) -> tuple[dict[str, dict[str, f
 
 
 def read_run(path: str | os.PathLike[str]) -> Run:
-    """Read a run file and rank it as trec_eval does (score descending, ties by docno descending)."""
+    """Read a run file, ranked as trec_eval ranks (score descending, ties by docno descending)."""
     scores, run_id = read_run_scores(path)
     return Run({qid: trec_order(docs) for qid, docs in scores.items()}, run_id=run_id)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ragbridge.core.retrieval.compute import RetrievalResult
-from ragbridge.core.retrieval.measures import Measure
+from .compute import RetrievalResult
+from .measures import Measure
 
 __all__ = ["format_trec_lines"]
 

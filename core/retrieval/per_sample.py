@@ -1,0 +1,166 @@
+"""Ranking measures per `Sample`: ``contexts[i].id`` (in order) against ``sample.relevance``.
+
+The same vectorised kernels as `evaluate_run` compute the values, so per-sample and trec_eval
+numbers cannot drift apart. What is specific to samples is the policy for the cases a run file
+never meets:
+
+* ``relevance is None`` (nobody labelled it): a ``missing_input`` failure naming the field.
+* no relevant document exists (``relevance == {}``, or no grade reaches the level): every ranking
+  measure is *skipped* with that reason — recall and AP would divide by zero, and a 0 would punish
+  a pipeline for a question with no right answer. The ``no_answer`` measure scores these samples
+  instead: 1 when the pipeline returned no context scoring at or above ``no_answer_threshold``
+  (any context counts when the threshold is None) or declined (``metadata["declined"] is True``).
+* a context without an id while labels exist: a ``missing_input`` failure naming ``contexts[i].id``.
+* the same id twice in one ranking (several chunks of one labelled document): the first occurrence
+  counts and later ones are dropped, as document-level evaluation requires.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from ..results import Evaluation, FailureKind, Score
+from ..sample import Sample
+from .compute import evaluate_run
+from .measures import Measure, parse_measures
+from .ranking import Qrels, Run
+
+__all__ = ["PROVIDER", "score_sample", "score_samples"]
+
+PROVIDER = "retrieval"
+
+
+def _dedupe(ids: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(ids))
+
+
+def _no_answer(sample: Sample, threshold: float | None) -> Score:
+    returned = [
+        i
+        for i, c in enumerate(sample.contexts)
+        if threshold is None or c.score is None or c.score >= threshold
+    ]
+    declined = sample.metadata.get("declined") is True
+    if declined:
+        return Score(value=1.0, reason="the pipeline declined to answer", provider=PROVIDER)
+    if not returned:
+        where = "" if threshold is None else f" scoring >= {threshold}"
+        return Score(value=1.0, reason=f"no context{where} was returned", provider=PROVIDER)
+    where = "" if threshold is None else f" scoring >= {threshold}"
+    return Score(
+        value=0.0,
+        reason=f"{len(returned)} context(s){where} returned; no relevant document exists",
+        details={"returned_ranks": [i + 1 for i in returned]},
+        provider=PROVIDER,
+    )
+
+
+def score_samples(
+    samples: Iterable[Sample],
+    measures: Iterable[str | Measure],
+    *,
+    relevance_level: int = 1,
+    no_answer_threshold: float | None = None,
+) -> Evaluation:
+    """Score ranking measures on every sample; returns an `Evaluation` keyed by measure name."""
+    wanted = parse_measures(measures)
+    for m in wanted:
+        if m.is_count:
+            raise ValueError(f"{m.family} is a count, not a per-sample score")
+    ranking = [m for m in wanted if m.family != "no_answer"]
+    rows: list[tuple[str, str, Score]] = []
+    position: dict[str, int] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    rankings: dict[str, list[str]] = {}
+    pending: list[Sample] = []
+    for sample in samples:
+        if sample.id in position:
+            raise ValueError(f"duplicate sample id {sample.id!r}")
+        position[sample.id] = len(position)
+        problem = _ranking_problem(sample, relevance_level)
+        for m in wanted:
+            if m.family == "no_answer":
+                if sample.relevance is None:
+                    rows.append((sample.id, m.name, _unlabelled(m)))
+                elif _has_relevant(sample, relevance_level):
+                    reason = (
+                        "the question has a relevant document; "
+                        "no_answer scores only questions without one"
+                    )
+                    rows.append((sample.id, m.name, Score.skip(reason, provider=PROVIDER)))
+                else:
+                    rows.append((sample.id, m.name, _no_answer(sample, no_answer_threshold)))
+            elif problem is not None:
+                rows.append((sample.id, m.name, problem))
+        if problem is None and ranking:
+            assert sample.relevance is not None
+            qrels[sample.id] = sample.relevance
+            rankings[sample.id] = _dedupe([c.id for c in sample.contexts if c.id is not None])
+            pending.append(sample)
+    if pending:
+        result = evaluate_run(Qrels(qrels), Run(rankings), ranking, relevance_level=relevance_level)
+        row_of = {qid: i for i, qid in enumerate(result.qids)}
+        for sample in pending:
+            i = row_of[sample.id]
+            assert sample.relevance is not None
+            relevant = {d for d, g in sample.relevance.items() if g >= relevance_level}
+            ranks = [r + 1 for r, d in enumerate(rankings[sample.id]) if d in relevant]
+            details = {"relevant_ranks": ranks, "num_relevant": len(relevant)}
+            for m in ranking:
+                value = min(1.0, max(0.0, float(result.values[m][i])))
+                score = Score(value=value, details=details, provider=PROVIDER)
+                rows.append((sample.id, m.name, score))
+    order = {m.name: j for j, m in enumerate(wanted)}
+    rows.sort(key=lambda row: (position[row[0]], order[row[1]]))
+    return Evaluation(rows)
+
+
+def score_sample(
+    sample: Sample,
+    measures: Iterable[str | Measure],
+    *,
+    relevance_level: int = 1,
+    no_answer_threshold: float | None = None,
+) -> dict[str, Score]:
+    """Ranking measures of one sample, keyed by measure name."""
+    evaluation = score_samples(
+        [sample], measures, relevance_level=relevance_level, no_answer_threshold=no_answer_threshold
+    )
+    return {metric: score for sid, metric, score in evaluation}
+
+
+def _has_relevant(sample: Sample, level: int) -> bool:
+    return sample.relevance is not None and any(g >= level for g in sample.relevance.values())
+
+
+def _unlabelled(m: Measure) -> Score:
+    return Score.fail(
+        FailureKind.MISSING_INPUT,
+        f"{m.name} needs relevance labels: the sample's 'relevance' is null "
+        "(use {} to mark a question with no relevant document)",
+        provider=PROVIDER,
+    )
+
+
+def _ranking_problem(sample: Sample, level: int) -> Score | None:
+    """The Score a ranking measure gets when it cannot be computed for this sample, else None."""
+    if sample.relevance is None:
+        return Score.fail(
+            FailureKind.MISSING_INPUT,
+            "ranking measures need relevance labels: the sample's 'relevance' is null",
+            provider=PROVIDER,
+        )
+    if not _has_relevant(sample, level):
+        return Score.skip(
+            f"no relevant document exists (no grade >= {level} in relevance); "
+            "the no_answer measure scores this question",
+            provider=PROVIDER,
+        )
+    for i, context in enumerate(sample.contexts):
+        if context.id is None:
+            return Score.fail(
+                FailureKind.MISSING_INPUT,
+                f"contexts[{i}].id is missing: ranking measures match contexts to relevance by id",
+                provider=PROVIDER,
+            )
+    return None
