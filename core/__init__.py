@@ -1,27 +1,87 @@
 """ragbridge core: the framework-neutral domain (samples, measures, results, statistics).
 
-Nothing under ``ragbridge.core`` imports a RAG framework, an HTTP client or torch; that is what
-keeps ``import ragbridge.core`` fast and lets every adapter depend on it without cycles.
+Nothing under ``ragbridge.core`` imports a RAG framework, an HTTP client or torch. Names are
+exported lazily (PEP 562): ``import ragbridge.core`` costs a few milliseconds, and a program pays
+for pydantic and numpy only when it first touches a name that needs them.
 """
 
-from .sample import (
-    Context,
-    Sample,
-    SampleLoadReport,
-    SampleValidationError,
-    iter_samples,
-    load_samples,
-    sample_json_schema,
-    save_samples,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .results import Evaluation, Failure, FailureKind, MetricSummary, Score, Usage
+    from .retrieval import Measure, Qrels, Run, evaluate_run, score_sample, score_samples
+    from .sample import (
+        Context,
+        Sample,
+        SampleLoadReport,
+        SampleValidationError,
+        iter_samples,
+        load_samples,
+        sample_json_schema,
+        save_samples,
+    )
+    from .stats import compare
+
+_EXPORTS: dict[str, str] = {
+    "Context": "sample",
+    "Sample": "sample",
+    "SampleLoadReport": "sample",
+    "SampleValidationError": "sample",
+    "iter_samples": "sample",
+    "load_samples": "sample",
+    "sample_json_schema": "sample",
+    "save_samples": "sample",
+    "Evaluation": "results",
+    "Failure": "results",
+    "FailureKind": "results",
+    "MetricSummary": "results",
+    "Score": "results",
+    "Usage": "results",
+    "compare": "stats",
+    "Measure": "retrieval",
+    "Qrels": "retrieval",
+    "Run": "retrieval",
+    "evaluate_run": "retrieval",
+    "score_sample": "retrieval",
+    "score_samples": "retrieval",
+}
 
 __all__ = [
     "Context",
+    "Evaluation",
+    "Failure",
+    "FailureKind",
+    "Measure",
+    "MetricSummary",
+    "Qrels",
+    "Run",
     "Sample",
     "SampleLoadReport",
     "SampleValidationError",
+    "Score",
+    "Usage",
+    "compare",
+    "evaluate_run",
     "iter_samples",
     "load_samples",
     "sample_json_schema",
     "save_samples",
+    "score_sample",
+    "score_samples",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ragbridge.core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
