@@ -45,6 +45,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,7 +83,7 @@ class Data:
     qrels: Qrels
     run: Run
     tied64: set[str]  # queries with exactly equal float64 scores
-    tied32: set[str]  # queries whose scores tie only once rounded to float32 (trec_eval's `sim`)
+    tied32: set[str]  # distinct float64 scores equal as float32 (pytrec_eval's old trec_eval)
 
 
 def generate(
@@ -121,9 +122,10 @@ def generate(
             scores[ties] = scores[rng.integers(0, n_docs, size=ties.size)]
         if float32_scores:
             scores = scores.astype(np.float32).astype(np.float64)
-        if np.unique(scores).size < n_docs:
+        distinct = np.unique(scores).size
+        if distinct < n_docs:
             data.tied64.add(qid)
-        elif np.unique(scores.astype(np.float32)).size < n_docs:
+        if np.unique(scores.astype(np.float32)).size < distinct:
             data.tied32.add(qid)
         run_ids = [f"d{x:07d}" for x in nums[:n_docs].tolist()]
         data.run[qid] = dict(zip(run_ids, scores.tolist(), strict=True))
@@ -131,6 +133,16 @@ def generate(
         judged_ids = [f"d{x:07d}" for x in judged_nums.tolist()]
         data.qrels[qid] = dict(zip(judged_ids, grades.tolist(), strict=True))
     return data
+
+
+def _generate(args: argparse.Namespace) -> Data:
+    return generate(
+        args.queries,
+        args.docs,
+        args.seed,
+        tie_rate=args.tie_rate,
+        float32_scores=args.float32_scores,
+    )
 
 
 # ------------------------------------------------------------------------------ memory probes
@@ -202,32 +214,28 @@ def run_ragbridge(qrels: Qrels, run: Run, out: Outcome, *, record: bool = True) 
 
 
 def ragbridge_phases(qrels: Qrels, run: Run, out: Outcome) -> None:
-    """Time evaluate_run's internals one by one, replicating its loop without editing core."""
+    """Time evaluate_run's two internal phases: building grade matrices and computing measures."""
     from ragbridge.core.retrieval import GradeMatrix, evaluate_run, parse_measures
     from ragbridge.core.retrieval import Qrels as RQrels
-    from ragbridge.core.retrieval import Run as RRun
     from ragbridge.core.retrieval.compute import compute_block
     from ragbridge.core.retrieval.ranking import iter_blocks
 
     wanted = tuple(parse_measures(MEASURES))
-    ranked, t = _timed(lambda: RRun.from_scores(run))
-    out.add("1 rank: Run.from_scores", t, extra=True)
     q = RQrels(qrels)
-    qids = sorted(qid for qid in ranked if qid in q)
+    qids = sorted(qid for qid in run if qid in q)
     t_build = t_compute = 0.0
-    for block in iter_blocks(qids, 2048):
-        matrix, t = _timed(lambda block=block: GradeMatrix.build(block, q, ranked))  # type: ignore[misc]
+    for block in iter_blocks(qids, 1024):
+        matrix, t = _timed(lambda block=block: GradeMatrix.from_scores(block, q, run))  # type: ignore[misc]
         t_build += t
         _, t = _timed(lambda matrix=matrix: compute_block(matrix, wanted, 1))  # type: ignore[misc]
         t_compute += t
-    out.add("2 GradeMatrix.build", t_build, extra=True)
-    out.add("3 compute_block (measures)", t_compute, extra=True)
-    res, t = _timed(lambda: evaluate_run(q, ranked, list(MEASURES)))
-    out.add("2+3 evaluate_run(ranked Run)", t, extra=True)
+    out.add("1 GradeMatrix.from_scores (rank + look up)", t_build, extra=True)
+    out.add("2 compute_block (measures)", t_compute, extra=True)
+    res, t = _timed(lambda: evaluate_run(q, run, list(MEASURES)))
     _, t = _timed(res.aggregate)
-    out.add("4 RetrievalResult.aggregate", t, extra=True)
+    out.add("3 RetrievalResult.aggregate", t, extra=True)
     _, t = _timed(lambda: [res.per_query(m) for m in MEASURES])
-    out.add("5 per_query dicts (4 measures)", t, extra=True)
+    out.add("4 per_query dicts (4 measures)", t, extra=True)
 
 
 def run_pytrec_eval(qrels: Qrels, run: Run, out: Outcome, *, record: bool = True) -> None:
@@ -245,17 +253,27 @@ def run_pytrec_eval(qrels: Qrels, run: Run, out: Outcome, *, record: bool = True
         }
 
 
-def ranx_warmup() -> float:
-    """Compile (or load from numba's cache) every kernel the big run uses, on a tiny input."""
+def ranx_warmup(qrels: Qrels, run: Run) -> float:
+    """Compile (or load from numba's cache) every kernel the big run uses, on a tiny input.
+
+    The input is a slice of the real data: ranx builds ``<U{max_len}`` doc-id arrays, and numba
+    compiles anew for each string width, so a warm-up on other ids would leave JIT in the timing.
+    """
     from ranx import Qrels as XQrels
     from ranx import Run as XRun
     from ranx import evaluate
 
     t0 = time.perf_counter()
-    tq = {f"q{i}": {"d1": 1, "d2": 0, "d3": 2} for i in range(12)}
-    tr = {f"q{i}": {"d1": 0.5, "d2": 0.7, "d4": 0.1} for i in range(12)}
-    evaluate(XQrels(tq), XRun(tr), list(RANX_MEASURES.values()), return_mean=False,
-             save_results_in_run=False)
+    qids = list(run)[:12]
+    tq = {q: qrels[q] for q in qids}
+    tr = {q: run[q] for q in qids}
+    evaluate(
+        XQrels(tq),
+        XRun(tr),
+        list(RANX_MEASURES.values()),
+        return_mean=False,
+        save_results_in_run=False,
+    )
     return time.perf_counter() - t0
 
 
@@ -269,8 +287,14 @@ def run_ranx(qrels: Qrels, run: Run, out: Outcome, *, record: bool = True, threa
     # threads must be explicit: a ranx evaluate() on < 10 queries (our warm-up) sets numba's
     # thread count to 1 for the rest of the process, and threads=0 does not restore it.
     res, t_eval = _timed(
-        lambda: evaluate(xq, xr, list(RANX_MEASURES.values()), return_mean=False,
-                         threads=threads, save_results_in_run=False)
+        lambda: evaluate(
+            xq,
+            xr,
+            list(RANX_MEASURES.values()),
+            return_mean=False,
+            threads=threads,
+            save_results_in_run=False,
+        )
     )
     if record:
         out.add("Qrels()", t_q)
@@ -285,29 +309,34 @@ def child(args: argparse.Namespace) -> None:
     """Run one implementation in this (fresh) process and write its results to ``--out``."""
     name = args.only
     out = Outcome(name)
+    # ranx's AP kernel casts uint64 -> int64 (harmless here); keep the output readable.
+    warnings.filterwarnings("ignore", message="unsafe cast from uint64 to int64")
     if name == "ranx_jit_cached":  # only the warm-up, with the cache a previous child filled
-        out.notes["jit_s"] = ranx_warmup()
+        small = generate(12, 20, args.seed)
+        out.notes["jit_s"] = ranx_warmup(small.qrels, small.run)
         _write(args.out, out)
         return
     t0 = time.perf_counter()
     data = _generate(args)
     qrels, run = data.qrels, data.run
     out.notes["generate_s"] = time.perf_counter() - t0
-    threads = args.ranx_threads or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                                    else os.cpu_count() or 1)
+    threads = args.ranx_threads or (
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    )
     if name == "ranx":
-        out.notes["jit_s"] = ranx_warmup()
+        out.notes["jit_s"] = ranx_warmup(qrels, run)
         out.notes["threads"] = threads
         import numba
 
         out.notes["numba_threads"] = numba.get_num_threads()
     else:
         out.notes["threads"] = 1
-    impl: Callable[..., None] = {
+    impls: dict[str, Callable[..., None]] = {
         "ragbridge": run_ragbridge,
         "pytrec_eval": run_pytrec_eval,
         "ranx": lambda q, r, o, record=True: run_ranx(q, r, o, record=record, threads=threads),
-    }[name]
+    }
+    impl = impls[name]
     gc.collect()
     base = current_rss_mib()
     out.notes["rss_base_mib"] = base
@@ -341,7 +370,8 @@ def _write(path: str, out: Outcome) -> None:
 
 def _read(path: str, name: str) -> Outcome:
     meta = json.loads(Path(path + ".json").read_text())
-    out = Outcome(name, meta["phases"], meta["extra_phases"], notes=meta["notes"])
+    out = Outcome(name, notes=meta["notes"])
+    out.phases, out.extra_phases = meta["phases"], meta["extra_phases"]
     if Path(path).exists():
         with np.load(path) as data:
             out.qids = data["qids"].tolist()
@@ -350,16 +380,35 @@ def _read(path: str, name: str) -> Outcome:
 
 
 def spawn(args: argparse.Namespace, name: str, out: str, env: dict[str, str]) -> None:
-    cmd = [sys.executable, os.path.abspath(__file__), "--only", name, "--out", out,
-           *_common_flags(args)]
+    cmd = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--only",
+        name,
+        "--out",
+        out,
+        *_common_flags(args),
+    ]
     subprocess.run(cmd, check=True, env=env)
 
 
 def _common_flags(args: argparse.Namespace) -> list[str]:
-    flags = ["--queries", str(args.queries), "--docs", str(args.docs), "--seed", str(args.seed),
-             "--repeat", str(args.repeat), "--tie-rate", str(args.tie_rate)]
+    flags = [
+        "--queries",
+        str(args.queries),
+        "--docs",
+        str(args.docs),
+        "--seed",
+        str(args.seed),
+        "--repeat",
+        str(args.repeat),
+        "--tie-rate",
+        str(args.tie_rate),
+    ]
     if args.ranx_threads:
         flags += ["--ranx-threads", str(args.ranx_threads)]
+    if args.float32_scores:
+        flags.append("--float32-scores")
     if args.no_tracemalloc:
         flags.append("--no-tracemalloc")
     return flags
@@ -379,20 +428,31 @@ def header(args: argparse.Namespace) -> None:
     cmd = ["python", "benchmarks/retrieval_bench.py", *_common_flags(args)]
     print("reproduce: " + shlex.join(cmd))
     try:
-        rev = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
-                             text=True, cwd=Path(__file__).parent, check=False).stdout.strip()
+        rev = subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).parent,
+            check=False,
+        ).stdout.strip()
     except OSError:
         rev = "?"
     cores = os.cpu_count()
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
-    print(f"machine: {platform.machine()} {platform.system()} {platform.release()}, "
-          f"{cores} cores ({usable} usable), {platform.processor() or platform.machine()}")
-    print(f"python {platform.python_version()}, numpy {np.__version__}, "
-          f"pytrec_eval-terrier {_version('pytrec-eval-terrier')}, ranx {_version('ranx')}, "
-          f"numba {_version('numba')}, ragbridge git {rev or '?'}")
-    print(f"data: {args.queries} queries x {args.docs} ranked docs, ~100 judged/query "
-          f"(grades 0..3 p={GRADE_PROBS}), tie rate {args.tie_rate}, seed {args.seed}; "
-          f"best of {args.repeat}")
+    print(
+        f"machine: {platform.machine()} {platform.system()} {platform.release()}, "
+        f"{cores} cores ({usable} usable), {platform.processor() or platform.machine()}"
+    )
+    print(
+        f"python {platform.python_version()}, numpy {np.__version__}, "
+        f"pytrec_eval-terrier {_version('pytrec-eval-terrier')}, ranx {_version('ranx')}, "
+        f"numba {_version('numba')}, ragbridge git {rev or '?'}"
+    )
+    print(
+        f"data: {args.queries} queries x {args.docs} ranked docs, ~100 judged/query "
+        f"(grades 0..3 p={GRADE_PROBS}), tie rate {args.tie_rate}, seed {args.seed}; "
+        f"best of {args.repeat}"
+    )
     print()
 
 
@@ -401,8 +461,10 @@ def _best(xs: list[float]) -> float:
 
 
 def report(outcomes: dict[str, Outcome], jit_cached: float | None) -> None:
-    print(f"{'implementation':<14} | {'wall s (best)':>13} | {'peak RSS MiB':>12} | "
-          f"{'tracemalloc MiB':>15} | {'threads':>7} | breakdown (best of each phase, s)")
+    print(
+        f"{'implementation':<14} | {'wall s (best)':>13} | {'peak RSS MiB':>12} | "
+        f"{'tracemalloc MiB':>15} | {'threads':>7} | breakdown (best of each phase, s)"
+    )
     print("-" * 110)
     for name, o in outcomes.items():
         # best total = best of per-repeat sums, not sum of per-phase bests
@@ -414,12 +476,17 @@ def report(outcomes: dict[str, Outcome], jit_cached: float | None) -> None:
                 parts += f" / {jit_cached:.2f} cached"
         tm = o.notes.get("tracemalloc_peak_mib")
         tm_s = f"{tm:15.1f}" if tm is not None else f"{'-':>15}"
-        print(f"{name:<14} | {_best(totals):13.2f} | {o.notes['rss_peak_delta_mib']:12.1f} | "
-              f"{tm_s} | {o.notes.get('threads', 1):>7} | {parts}")
+        print(
+            f"{name:<14} | {_best(totals):13.2f} | {o.notes['rss_peak_delta_mib']:12.1f} | "
+            f"{tm_s} | {o.notes.get('threads', 1):>7} | {parts}"
+        )
     gen = next(iter(outcomes.values())).notes.get("generate_s")
     base = {n: o.notes.get("rss_base_mib", 0.0) for n, o in outcomes.items()}
-    print(f"(data generation {gen:.1f} s; RSS with data loaded, before each run: "
-          + ", ".join(f"{n} {b:.0f} MiB" for n, b in base.items()) + ")")
+    print(
+        f"(data generation {gen:.1f} s; RSS with data loaded, before each run: "
+        + ", ".join(f"{n} {b:.0f} MiB" for n, b in base.items())
+        + ")"
+    )
     rb = outcomes.get("ragbridge")
     if rb and rb.extra_phases:
         print("\nragbridge phases (best of --repeat):")
@@ -432,38 +499,52 @@ def agreement(outcomes: dict[str, Outcome]) -> None:
     names = [n for n in IMPLEMENTATIONS if n in outcomes]
     ref = outcomes[names[0]]
     index = {q: i for i, q in enumerate(ref.qids)}
-    tied = np.asarray(ref.notes.get("tied", [False] * len(ref.qids)), dtype=bool)
+    n_q = len(ref.qids)
+    tied64 = np.asarray(ref.notes.get("tied64", [False] * n_q), dtype=bool)
+    tied32 = np.asarray(ref.notes.get("tied32", [False] * n_q), dtype=bool)
     aligned: dict[str, Values] = {}
     for n in names:
         o = outcomes[n]
         if sorted(o.qids) != sorted(ref.qids):
-            print(f"!! {n} evaluated a different query set ({len(o.qids)} vs {len(ref.qids)})")
+            print(f"!! {n} evaluated a different query set ({len(o.qids)} vs {n_q})")
             return
-        order = np.array([index[q] for q in o.qids])
+        order = np.array([index[q] for q in o.qids], dtype=np.int64)
         aligned[n] = {}
         for m in MEASURES:
-            v = np.empty(len(ref.qids))
+            v = np.empty(n_q)
             v[order] = o.values[m]
             aligned[n][m] = v
-    print("means: " + "; ".join(
-        f"{n}: " + " ".join(f"{m}={aligned[n][m].mean():.6f}" for m in MEASURES) for n in names))
-    print(f"agreement, max |difference| per query (tolerance {TOLERANCE:g}); "
-          f"{int(tied.sum())} of {len(tied)} queries have tied scores")
-    print(f"{'pair':<26}" + "".join(f"{m:>24}" for m in MEASURES))
+    print("means:")
+    for n in names:
+        print(f"  {n:<12}" + "".join(f"  {m} {aligned[n][m].mean():.6f}" for m in MEASURES))
+    print(
+        f"agreement: max |difference| per query, tolerance {TOLERANCE:g}. Of {n_q} queries, "
+        f"{int(tied64.sum())} have exactly tied float64 scores (T64), {int(tied32.sum())} have "
+        "distinct float64 scores that are equal as float32 (T32)."
+    )
+    print(
+        f"  {'pair':<26} {'measure':<12} {'max |diff|':>10} {'>tol':>5} "
+        f"{'>1e-12':>7} {'of which T64':>12} {'T32':>5} {'other':>5}"
+    )
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
-            cells = []
             for m in MEASURES:
                 diff = np.abs(aligned[a][m] - aligned[b][m])
-                bad = diff > TOLERANCE
-                cell = f"{diff.max():.1e}"
-                if bad.any():
-                    cell += f" ({int(bad.sum())} q, {int((bad & tied).sum())} tied)"
-                cells.append(f"{cell:>24}")
-            print(f"{a + ' vs ' + b:<26}" + "".join(cells))
-    print("('N q, M tied': N queries differ by more than the tolerance, M of them have tied "
-          "scores; trec_eval/pytrec_eval/ragbridge break ties by doc id descending, ranx's "
-          "numba argsort (quicksort) leaves tied documents in arbitrary order.)")
+                bad = diff > 1e-12
+                print(
+                    f"  {a + ' vs ' + b:<26} {m:<12} {diff.max():10.1e} "
+                    f"{int((diff > TOLERANCE).sum()):5d} {int(bad.sum()):7d} "
+                    f"{int((bad & tied64).sum()):12d} {int((bad & tied32).sum()):5d} "
+                    f"{int((bad & ~tied64 & ~tied32).sum()):5d}"
+                )
+    print(
+        "  (>tol, >1e-12: queries differing by more than that; T64/T32/other: how many of the "
+        ">1e-12 ones have tied float64 scores / distinct float64 scores equal as float32 / "
+        "neither. pytrec_eval's vendored trec_eval (< 10.0) stores scores as C float and breaks "
+        "ties by doc id descending; ragbridge does so on float64 scores, as trec_eval 10.0; ranx "
+        "sorts float64 "
+        "scores with an unstable argsort, so tied documents come in arbitrary order.)"
+    )
 
 
 def profile(args: argparse.Namespace) -> None:
@@ -487,11 +568,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--docs", type=int, default=1_000, help="ranked documents per query")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeat", type=int, default=3, help="timed runs; the best is reported")
-    p.add_argument("--tie-rate", type=float, default=0.002,
-                   help="fraction of documents whose score copies another's (0 = no ties)")
+    p.add_argument(
+        "--tie-rate",
+        type=float,
+        default=1e-4,
+        help="fraction of documents whose score copies another's (0 = no ties)",
+    )
+    p.add_argument(
+        "--float32-scores",
+        action="store_true",
+        help="round scores to float32 values, as pytrec_eval's trec_eval (< 10.0) stores them",
+    )
     p.add_argument("--ranx-threads", type=int, default=0, help="0 = all usable cores")
-    p.add_argument("--impls", default=",".join(IMPLEMENTATIONS),
-                   help="comma-separated subset of " + ",".join(IMPLEMENTATIONS))
+    p.add_argument(
+        "--impls",
+        default=",".join(IMPLEMENTATIONS),
+        help="comma-separated subset of " + ",".join(IMPLEMENTATIONS),
+    )
     p.add_argument("--no-tracemalloc", action="store_true", help="skip the tracemalloc pass")
     p.add_argument("--profile", action="store_true", help="cProfile ragbridge in-process and exit")
     p.add_argument("--only", help=argparse.SUPPRESS)

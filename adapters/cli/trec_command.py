@@ -16,7 +16,7 @@ from ragbridge.core.retrieval import (
     format_trec_lines,
     parse_trec_measures,
     read_qrels,
-    read_run,
+    read_run_scores,
 )
 
 
@@ -64,9 +64,14 @@ def run(args: argparse.Namespace) -> int:
     if args.level < 0:
         raise ValueError("-l LEVEL must be >= 0")
     qrels = read_qrels(args.qrels)
-    ranking = read_run(args.run)
+    scores, run_id = read_run_scores(args.run)
     result = evaluate_run(
-        qrels, ranking, measures, relevance_level=args.level, complete=args.complete
+        qrels,
+        scores,
+        measures,
+        relevance_level=args.level,
+        complete=args.complete,
+        run_id=run_id,
     )
     out = sys.stdout
     for line in format_trec_lines(result, per_query=args.per_query, run_id=show_run_id):

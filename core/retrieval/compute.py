@@ -19,7 +19,7 @@ Sums that trec_eval accumulates in rank order are accumulated in rank order here
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -63,38 +63,44 @@ class RetrievalResult:
 
 
 def evaluate_run(
-    qrels: Qrels | dict[str, dict[str, int]],
-    run: Run | dict[str, dict[str, float]],
+    qrels: Qrels | Mapping[str, Mapping[str, int]],
+    run: Run | Mapping[str, Mapping[str, float]],
     measures: Iterable[str | Measure],
     *,
     relevance_level: int = 1,
     complete: bool = False,
     depth: int | None = None,
-    block_size: int = 2048,
+    block_size: int = 1024,
+    run_id: str | None = None,
 ) -> RetrievalResult:
     """Evaluate a run against qrels, trec_eval style.
 
     Queries evaluated are those in both the run and the qrels, sorted by id (trec_eval's rule);
     ``complete=True`` evaluates every qrels query, an absent ranking counting as empty (``-c``).
-    ``relevance_level`` is the smallest grade counted relevant (``-l``). A dict ``run`` is taken as
-    ``{qid: {doc: score}}`` and ranked by `trec_order`. Memory is bounded by ``block_size`` queries.
+    ``relevance_level`` is the smallest grade counted relevant (``-l``). A `Run` holds ranked
+    lists; a mapping ``{qid: {doc: score}}`` is ranked as trec_eval ranks (see `trec_order`).
+    Memory is bounded by ``block_size`` queries.
     """
     if relevance_level < 0:
         raise ValueError("relevance_level must be >= 0")
     q = qrels if isinstance(qrels, Qrels) else Qrels(qrels)
-    r = run if isinstance(run, Run) else Run.from_scores(run)
     wanted = tuple(parse_measures(measures))
-    qids = sorted(q) if complete else sorted(qid for qid in r if qid in q)
+    qids = sorted(q) if complete else sorted(qid for qid in run if qid in q)
     parts: dict[Measure, list[NDArray[np.float64]]] = {m: [] for m in wanted}
     for block in iter_blocks(qids, block_size):
-        matrix = GradeMatrix.build(block, q, r, depth=depth)
+        if isinstance(run, Run):
+            matrix = GradeMatrix.from_rankings(block, q, run, depth=depth)
+        else:
+            matrix = GradeMatrix.from_scores(block, q, run, depth=depth)
         for measure, block_values in compute_block(matrix, wanted, relevance_level).items():
             parts[measure].append(block_values)
     values = {
         m: (np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float64))
         for m, chunks in parts.items()
     }
-    return RetrievalResult(tuple(qids), wanted, values, run_id=r.run_id)
+    if run_id is None and isinstance(run, Run):
+        run_id = run.run_id
+    return RetrievalResult(tuple(qids), wanted, values, run_id=run_id)
 
 
 class _Block:
