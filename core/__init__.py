@@ -11,6 +11,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .cache import Cache
+    from .engine import EmbeddingEngine, JudgeEngine, Price
+    from .evaluate import aevaluate, estimate, evaluate
+    from .judge import Embedder, Judge, JudgeReply
+    from .metrics.base import Metric, MetricContext
     from .results import Evaluation, Failure, FailureKind, MetricSummary, Score, Usage
     from .retrieval import Measure, Qrels, Run, evaluate_run, score_sample, score_samples
     from .sample import (
@@ -26,6 +31,18 @@ if TYPE_CHECKING:
     from .stats import compare
 
 _EXPORTS: dict[str, str] = {
+    "Cache": "cache",
+    "EmbeddingEngine": "engine",
+    "JudgeEngine": "engine",
+    "Price": "engine",
+    "aevaluate": "evaluate",
+    "estimate": "evaluate",
+    "evaluate": "evaluate",
+    "Embedder": "judge",
+    "Judge": "judge",
+    "JudgeReply": "judge",
+    "Metric": "metrics.base",
+    "MetricContext": "metrics.base",
     "Context": "sample",
     "Sample": "sample",
     "SampleLoadReport": "sample",
@@ -50,12 +67,21 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "Cache",
     "Context",
+    "Embedder",
+    "EmbeddingEngine",
     "Evaluation",
     "Failure",
     "FailureKind",
+    "Judge",
+    "JudgeEngine",
+    "JudgeReply",
     "Measure",
+    "Metric",
+    "MetricContext",
     "MetricSummary",
+    "Price",
     "Qrels",
     "Run",
     "Sample",
@@ -63,7 +89,10 @@ __all__ = [
     "SampleValidationError",
     "Score",
     "Usage",
+    "aevaluate",
     "compare",
+    "estimate",
+    "evaluate",
     "evaluate_run",
     "iter_samples",
     "load_samples",

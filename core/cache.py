@@ -1,0 +1,539 @@
+"""A content-addressed, on-disk cache of judge replies and embeddings.
+
+Judge calls are what an evaluation costs, in money and in time. The cache makes two promises:
+
+* **a second run of the same evaluation makes zero judge calls** — every reply is stored under
+  a key derived from everything that determines it (model, prompt template and its version,
+  the exact messages, the output schema, the sampling parameters), so an identical request is
+  answered from disk, and any change to the request gives a new key instead of a stale answer;
+* **a run killed half-way resumes without repeating finished calls** — every ``put`` is
+  committed the moment it is made, so whatever finished before the kill is on disk.
+
+Storage is one SQLite file (stdlib :mod:`sqlite3`) in WAL mode, so several processes can share a
+cache file (readers never block the writer, writers wait for each other up to 30 s), and one
+:class:`Cache` object can be shared by many asyncio tasks and threads (a lock serialises use of
+its single connection). Embeddings are stored as little-endian float32, the precision embedding
+models produce anyway; four bytes per dimension keeps large corpora cheap to cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "CACHE_FORMAT_VERSION",
+    "SCHEMA_VERSION",
+    "Cache",
+    "CacheStats",
+    "CachedReply",
+    "cache_key",
+    "default_cache_path",
+    "open_cache",
+]
+
+#: Part of every reply key. Bump it when the canonical form of a key changes, so that entries
+#: written under the old form are never mistaken for answers to the new one.
+CACHE_FORMAT_VERSION = 1
+
+#: Version of the SQLite layout, kept in the ``meta`` table. A file written by a newer ragbridge
+#: is refused rather than misread.
+SCHEMA_VERSION = 1
+
+#: Seconds a connection waits for another writer (thread or process) before giving up.
+_BUSY_TIMEOUT_S = 30.0
+
+#: Texts looked up per SELECT: stays well under SQLite's historic 999-parameter limit.
+_LOOKUP_CHUNK = 500
+
+#: Stored vector element type: float32, little-endian whatever the machine, so a cache file can
+#: be copied between hosts.
+_VECTOR_DTYPE = np.dtype("<f4")
+
+_MEMORY = ":memory:"
+
+_SCHEMA_SQL = """
+CREATE TABLE IF NOT EXISTS replies (
+    key TEXT PRIMARY KEY,
+    model TEXT,
+    template_id TEXT,
+    text TEXT,
+    prompt_tokens INT,
+    completion_tokens INT,
+    created REAL
+);
+CREATE TABLE IF NOT EXISTS embeddings (
+    model TEXT,
+    text_hash TEXT,
+    dim INT,
+    vector BLOB,
+    PRIMARY KEY (model, text_hash)
+);
+"""
+
+
+# --------------------------------------------------------------------------------------------
+# Keys
+# --------------------------------------------------------------------------------------------
+
+
+def _canonical(value: Any, where: str) -> Any:
+    """``value`` rebuilt from plain JSON types, so equal requests serialise identically.
+
+    Mappings become dicts (their key order is dropped later by ``sort_keys``), sequences become
+    lists, and a float with an integral value becomes an int: ``temperature=0`` and
+    ``temperature=0.0`` are the same request and must share a key. ``bool`` stays distinct from
+    ``int`` because JSON keeps them apart. Non-string mapping keys are refused: JSON would turn
+    ``1`` into ``"1"`` and silently merge two different requests.
+    """
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{where}: non-finite number {value!r} cannot be part of a cache key")
+        return int(value) if value.is_integer() else value
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise TypeError(f"{where}: mapping keys must be str, got {k!r}")
+            out[k] = _canonical(v, f"{where}.{k}")
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, np.generic):
+        return _canonical(value.item(), where)
+    raise TypeError(
+        f"{where}: {type(value).__name__} is not JSON-like and cannot be part of a cache key"
+    )
+
+
+def cache_key(
+    *,
+    model: str,
+    template_id: str,
+    template_version: str,
+    messages: Sequence[Mapping[str, str]],
+    schema: Mapping[str, Any] | None,
+    params: Mapping[str, Any] | None = None,
+) -> str:
+    """The sha256 hex key of one judge request.
+
+    Every input that can change the judge's reply is hashed, so a changed prompt, template
+    version, model, schema or parameter is a cache miss rather than a stale hit. The parts are
+    serialised as canonical JSON (sorted keys, fixed separators, UTF-8 kept as is), so dict key
+    order and whitespace never matter. ``params=None`` and ``params={}`` mean the same request;
+    ``schema=None`` (free text) and ``schema={}`` (any JSON) do not, and get different keys.
+    """
+    parts = {
+        "format": CACHE_FORMAT_VERSION,
+        "model": _canonical(model, "model"),
+        "template_id": _canonical(template_id, "template_id"),
+        "template_version": _canonical(template_version, "template_version"),
+        "messages": _canonical(list(messages), "messages"),
+        "schema": _canonical(schema, "schema"),
+        "params": _canonical(params if params is not None else {}, "params"),
+    }
+    blob = json.dumps(
+        parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _text_hash(text: str) -> str:
+    """Embedding rows are keyed by a digest, not the text, so long passages cost 64 bytes each."""
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+# --------------------------------------------------------------------------------------------
+# Records
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CachedReply:
+    """A judge reply as cached: the raw text plus the token usage it cost when it was made.
+
+    The usage is kept so a report can say what a run *would* have cost without the cache.
+    """
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        """Reject values that would corrupt later cost accounting."""
+        if not isinstance(self.text, str):
+            raise TypeError(f"CachedReply.text must be str, got {type(self.text).__name__}")
+        for name in ("prompt_tokens", "completion_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"CachedReply.{name} must be a non-negative int, got {value!r}")
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """Row counts of the cache file, and the hits and misses of one :class:`Cache` object.
+
+    ``hits``/``misses`` count :meth:`Cache.get_reply` calls and individual texts looked up by
+    :meth:`Cache.get_embeddings`, so a second identical run should show ``misses == 0``.
+    """
+
+    replies: int
+    embeddings: int
+    hits: int
+    misses: int
+
+
+# --------------------------------------------------------------------------------------------
+# Cache
+# --------------------------------------------------------------------------------------------
+
+
+class Cache:
+    """A SQLite-backed cache of judge replies and embeddings, safe to share across tasks.
+
+    ``Cache(path)`` opens (creating it and its parent folders if needed) a cache file, or an
+    in-process cache with ``":memory:"``. Every ``put_*`` commits at once, which is what lets an
+    interrupted run resume. The object holds one connection guarded by a lock, so many asyncio
+    tasks on one loop and several threads may use it together; separate processes should each
+    open their own :class:`Cache` on the same file.
+
+    A file that is not a ragbridge cache (corrupt, or some other file) raises ``ValueError``
+    naming the path; so does a cache written by a newer, incompatible ragbridge.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        """Open or create the cache at ``path``; see the class docstring."""
+        raw = os.fspath(path)
+        if raw == "":
+            raise ValueError("cache path must not be empty (use ':memory:' for a temporary cache)")
+        self._memory = raw == _MEMORY
+        self._path: str = raw if self._memory else str(Path(raw).expanduser())
+        if not self._memory:
+            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._hits = 0
+        self._misses = 0
+        self._conn: sqlite3.Connection | None = None
+        # isolation_level=None: autocommit, so a single INSERT is durable the moment it returns;
+        # multi-row writes open their own explicit transaction.
+        conn = sqlite3.connect(
+            self._path,
+            timeout=_BUSY_TIMEOUT_S,
+            check_same_thread=False,
+            isolation_level=None,
+        )
+        try:
+            self._initialise(conn)
+        except sqlite3.OperationalError:
+            # Locked, unwritable, a folder, ...: SQLite's own message is the useful one.
+            conn.close()
+            raise
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise ValueError(
+                f"{self._path} is not a valid ragbridge cache file ({exc}); "
+                "delete it (a fresh cache will be created) or choose another cache path"
+            ) from exc
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+
+    def _initialise(self, conn: sqlite3.Connection) -> None:
+        """Switch to WAL, check the schema version and create missing tables.
+
+        Runs in one ``BEGIN IMMEDIATE`` transaction so two processes creating the same new file
+        at once cannot interleave their table creation.
+        """
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+            row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if row is not None:
+                self._check_version(row[0])
+            for statement in _SCHEMA_SQL.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            if row is None:
+                conn.execute(
+                    "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def _check_version(self, stored: object) -> None:
+        """Refuse a layout this code does not know, instead of misreading it."""
+        try:
+            version = int(str(stored))
+        except ValueError:
+            raise ValueError(
+                f"{self._path}: unreadable cache schema version {stored!r}; "
+                "delete the file to start a fresh cache"
+            ) from None
+        if version > SCHEMA_VERSION:
+            raise ValueError(
+                f"{self._path} was written with cache schema version {version}, but this "
+                f"ragbridge understands up to version {SCHEMA_VERSION}; upgrade ragbridge, "
+                "or delete the file (or use another cache path) to start a fresh cache"
+            )
+        if version < SCHEMA_VERSION:  # pragma: no cover - no older layout exists yet
+            raise ValueError(
+                f"{self._path} uses the old cache schema version {version}; "
+                "delete it to start a fresh cache"
+            )
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    @property
+    def path(self) -> str:
+        """The file this cache lives in, or ``":memory:"``."""
+        return self._path
+
+    def _connection(self) -> sqlite3.Connection:
+        """The open connection; using a closed cache is a programming error, as with files."""
+        if self._conn is None:
+            raise ValueError(f"cache {self._path} is closed")
+        return self._conn
+
+    def __repr__(self) -> str:
+        """Show the path, so logs say which cache file a run used."""
+        state = ", closed" if self._conn is None else ""
+        return f"Cache({self._path!r}{state})"
+
+    def __enter__(self) -> Cache:
+        """Use as ``with Cache(path) as cache:`` to close the file on exit."""
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Close the connection; nothing is lost since every put has already committed."""
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection. Safe to call twice; the data is already committed."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    # -- replies ---------------------------------------------------------------------------
+
+    def get_reply(self, key: str) -> CachedReply | None:
+        """The reply stored under ``key`` (see :func:`cache_key`), or None on a miss."""
+        with self._lock:
+            row = (
+                self._connection()
+                .execute(
+                    "SELECT text, prompt_tokens, completion_tokens FROM replies WHERE key = ?",
+                    (key,),
+                )
+                .fetchone()
+            )
+            if row is None:
+                self._misses += 1
+                return None
+            self._hits += 1
+        text, prompt_tokens, completion_tokens = row
+        return CachedReply(
+            text=text,
+            prompt_tokens=int(prompt_tokens or 0),
+            completion_tokens=int(completion_tokens or 0),
+        )
+
+    def put_reply(self, key: str, reply: CachedReply, *, model: str, template_id: str) -> None:
+        """Store ``reply`` under ``key`` and commit at once (a later put replaces it).
+
+        ``model`` and ``template_id`` are not part of the lookup — the key already covers them —
+        but are stored so a cache file can be inspected or pruned per model or template.
+        """
+        if not isinstance(reply, CachedReply):
+            raise TypeError(f"reply must be a CachedReply, got {type(reply).__name__}")
+        with self._lock:
+            self._connection().execute(
+                "INSERT OR REPLACE INTO replies "
+                "(key, model, template_id, text, prompt_tokens, completion_tokens, created) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key,
+                    model,
+                    template_id,
+                    reply.text,
+                    reply.prompt_tokens,
+                    reply.completion_tokens,
+                    time.time(),
+                ),
+            )
+
+    # -- embeddings ------------------------------------------------------------------------
+
+    def get_embeddings(self, model: str, texts: Sequence[str]) -> list[list[float] | None]:
+        """The cached vector of each text under ``model``, aligned with ``texts`` (None = miss).
+
+        Looked up in batches rather than one query per text, since a corpus can hold many
+        thousands of passages. The caller embeds only the misses and puts them back.
+        """
+        hashes = [_text_hash(t) for t in texts]
+        unique = list(dict.fromkeys(hashes))
+        found: dict[str, list[float]] = {}
+        with self._lock:
+            conn = self._connection()
+            for start in range(0, len(unique), _LOOKUP_CHUNK):
+                chunk = unique[start : start + _LOOKUP_CHUNK]
+                marks = ",".join("?" * len(chunk))
+                rows = conn.execute(
+                    "SELECT text_hash, dim, vector FROM embeddings "
+                    f"WHERE model = ? AND text_hash IN ({marks})",
+                    (model, *chunk),
+                ).fetchall()
+                for text_hash, dim, blob in rows:
+                    vector = np.frombuffer(blob, dtype=_VECTOR_DTYPE)
+                    # A truncated row is treated as a miss: it will be recomputed and replaced.
+                    if vector.size == dim:
+                        found[text_hash] = vector.astype(np.float64).tolist()
+            result: list[list[float] | None] = [
+                list(found[h]) if h in found else None for h in hashes
+            ]
+            hit_count = sum(v is not None for v in result)
+            self._hits += hit_count
+            self._misses += len(result) - hit_count
+        return result
+
+    def put_embeddings(
+        self,
+        model: str,
+        texts: Sequence[str],
+        vectors: Sequence[Sequence[float]] | npt.NDArray[np.floating[Any]],
+    ) -> None:
+        """Store one vector per text under ``model``, all in one committed transaction.
+
+        Every vector is checked before anything is written, so a bad batch leaves the cache
+        untouched: a NaN or infinite value (or one beyond float32 range) raises ValueError
+        naming the text's index, because a cached NaN would poison every later run.
+        """
+        if len(texts) != len(vectors):
+            raise ValueError(
+                f"put_embeddings got {len(texts)} texts but {len(vectors)} vectors; "
+                "they must be aligned one to one"
+            )
+        rows: list[tuple[str, str, int, bytes]] = []
+        for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
+            try:
+                arr = np.asarray(vector, dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(
+                    f"embedding for text #{i} is not a vector of numbers: {exc}"
+                ) from None
+            if arr.ndim != 1 or arr.size == 0:
+                raise ValueError(
+                    f"embedding for text #{i} must be a non-empty 1-D vector, got shape {arr.shape}"
+                )
+            with np.errstate(over="ignore"):
+                stored = arr.astype(_VECTOR_DTYPE)
+            if not np.all(np.isfinite(stored)):
+                raise ValueError(
+                    f"embedding for text #{i} contains non-finite values "
+                    "(NaN, infinity, or beyond float32 range)"
+                )
+            rows.append((model, _text_hash(text), int(arr.size), stored.tobytes()))
+        if not rows:
+            return
+        with self._lock:
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(
+                    "INSERT OR REPLACE INTO embeddings (model, text_hash, dim, vector) "
+                    "VALUES (?, ?, ?, ?)",
+                    rows,
+                )
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    # -- housekeeping ----------------------------------------------------------------------
+
+    def stats(self) -> CacheStats:
+        """Row counts of the file plus this object's hits and misses."""
+        with self._lock:
+            conn = self._connection()
+            (replies,) = conn.execute("SELECT COUNT(*) FROM replies").fetchone()
+            (embeddings,) = conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()
+            return CacheStats(
+                replies=int(replies),
+                embeddings=int(embeddings),
+                hits=self._hits,
+                misses=self._misses,
+            )
+
+    def clear(self) -> None:
+        """Delete every cached reply and embedding (the hit/miss counters are kept)."""
+        with self._lock:
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("DELETE FROM replies")
+                conn.execute("DELETE FROM embeddings")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers for callers
+# --------------------------------------------------------------------------------------------
+
+
+def open_cache(spec: str | os.PathLike[str] | Cache | None) -> Cache | None:
+    """Turn a user's cache option into a :class:`Cache` (or None = caching off).
+
+    Lets APIs accept ``cache=None``, ``cache="run.sqlite"`` or an already open cache alike. A
+    :class:`Cache` passed in is returned as is (the caller keeps ownership of closing it).
+    """
+    if spec is None:
+        return None
+    if isinstance(spec, Cache):
+        return spec
+    return Cache(spec)
+
+
+def default_cache_path() -> Path:
+    """Where the CLI caches by default.
+
+    ``$RAGBRIDGE_CACHE_DIR/cache.sqlite`` if that variable is set, else
+    ``$XDG_CACHE_HOME/ragbridge/cache.sqlite`` (an absolute ``XDG_CACHE_HOME`` only, as the XDG
+    spec says), else ``~/.cache/ragbridge/cache.sqlite``. Nothing is created here.
+    """
+    own = os.environ.get("RAGBRIDGE_CACHE_DIR")
+    if own:
+        return Path(own).expanduser() / "cache.sqlite"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return base / "ragbridge" / "cache.sqlite"

@@ -1,0 +1,396 @@
+"""The judge engine: the one object every metric calls a judge through.
+
+It exists because the failure modes users hit in other frameworks all live at this layer:
+
+* **A true cap on in-flight calls.** One semaphore per engine is held only around the provider
+  call itself, so ``max_concurrency`` bounds calls in flight across every metric and sample of a
+  run — not jobs, which can each fan out into several calls.
+* **Timeouts and retries.** Each attempt has a timeout; transient errors (`TransientJudgeError`:
+  timeouts, rate limits, 5xx) are retried with exponential backoff and full jitter, honouring a
+  provider's ``retry_after``; the slot is released while waiting. When the retry budget is spent,
+  or on a permanent error, the call returns a typed `Failure` — it never raises into the run.
+* **Structured output.** The reply is validated against a pydantic schema; fenced JSON and prose
+  around the object are tolerated; an invalid reply gets one repair re-ask that quotes the
+  validation error; after that the result is ``Failure(parse_error)``.
+* **Cost.** Every call's tokens are counted, cached answers are counted separately, and an
+  optional price table turns usage into money.
+* **Cache.** Replies are stored content-addressed (model, template id + version, messages,
+  schema, params), so a second run makes no calls and an interrupted run resumes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from .cache import Cache, CachedReply, cache_key
+from .judge import (
+    Embedder,
+    Judge,
+    JudgeReply,
+    JudgeTimeout,
+    Message,
+    PermanentJudgeError,
+    RateLimited,
+    TransientJudgeError,
+)
+from .results import Failure, FailureKind, Usage
+
+__all__ = ["EmbeddingEngine", "JudgeCall", "JudgeEngine", "Price", "cost_of", "extract_json"]
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Price:
+    """US dollars per million prompt and completion tokens of one model."""
+
+    prompt_per_million: float
+    completion_per_million: float
+
+
+def cost_of(usage: Usage, price: Price | None) -> float | None:
+    """Money spent on ``usage`` (sent calls only; cached answers cost nothing)."""
+    if price is None:
+        return None
+    return (
+        usage.prompt_tokens * price.prompt_per_million
+        + usage.completion_tokens * price.completion_per_million
+    ) / 1e6
+
+
+@dataclass
+class JudgeCall(Generic[T]):
+    """The outcome of one logical judge request (all its attempts, the repair, the cache)."""
+
+    value: T | None
+    failure: Failure | None
+    usage: Usage
+    text: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+
+
+def extract_json(text: str) -> str | None:
+    """The JSON object in a reply: a fenced block, or the first balanced ``{...}`` in prose."""
+    for match in _FENCE.finditer(text):
+        inner = match.group(1).strip()
+        if inner.startswith("{"):
+            return inner
+    start = text.find("{")
+    while start != -1:
+        depth = 0
+        in_string = False
+        escaped = False
+        for i in range(start, len(text)):
+            ch = text[i]
+            if in_string:
+                if escaped:
+                    escaped = False
+                elif ch == "\\":
+                    escaped = True
+                elif ch == '"':
+                    in_string = False
+            elif ch == '"':
+                in_string = True
+            elif ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    return text[start : i + 1]
+        start = text.find("{", start + 1)
+    return None
+
+
+def _parse(text: str, schema: type[T]) -> tuple[T | None, str | None]:
+    """Validate a reply against ``schema``; on failure return the error to show in a repair."""
+    candidate = extract_json(text)
+    if candidate is None:
+        return None, "the reply contains no JSON object"
+    try:
+        return schema.model_validate_json(candidate), None
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'object'}: {err['msg']}"
+            for err in exc.errors(include_url=False)[:5]
+        )
+        return None, problems
+
+
+def schema_instruction(schema: type[BaseModel]) -> str:
+    """The sentence every structured prompt ends with: the schema, stated in the prompt."""
+    spec = json.dumps(schema.model_json_schema(), separators=(",", ":"), sort_keys=True)
+    return (
+        "Reply with a single JSON object and nothing else. It must validate against this "
+        f"JSON Schema:\n{spec}"
+    )
+
+
+@dataclass
+class _Stats:
+    in_flight: int = 0
+    max_in_flight: int = 0
+    calls: int = 0
+    cached: int = 0
+    retries: int = 0
+    failures: int = 0
+
+
+@dataclass
+class JudgeEngine:
+    """Runs judge calls for a whole evaluation. Share one engine between all metrics of a run.
+
+    ``max_retries`` is the retry budget of one call (attempts = 1 + max_retries); ``timeout`` is
+    per attempt, in seconds. ``sleep`` and ``seed`` exist so tests run backoff instantly and
+    deterministically.
+    """
+
+    judge: Judge
+    max_concurrency: int = 8
+    timeout: float | None = 60.0
+    max_retries: int = 4
+    backoff_base: float = 0.5
+    backoff_max: float = 30.0
+    repair: bool = True
+    cache: Cache | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    price: Price | None = None
+    sleep: Callable[[float], Any] = asyncio.sleep
+    seed: int | None = None
+    stats: _Stats = field(default_factory=_Stats, init=False)
+
+    def __post_init__(self) -> None:
+        if self.max_concurrency < 1:
+            raise ValueError("max_concurrency must be >= 1")
+        if self.max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        self._rng = random.Random(self.seed)
+        self._semaphores: dict[int, asyncio.Semaphore] = {}
+
+    @property
+    def model(self) -> str:
+        return self.judge.model
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        # A semaphore belongs to one event loop; sync evaluate() may run on a fresh loop.
+        loop = asyncio.get_running_loop()
+        sem = self._semaphores.get(id(loop))
+        if sem is None:
+            sem = self._semaphores[id(loop)] = asyncio.Semaphore(self.max_concurrency)
+        return sem
+
+    async def ask(
+        self,
+        messages: Sequence[Message],
+        schema: type[T],
+        *,
+        template_id: str,
+        template_version: str,
+    ) -> JudgeCall[T]:
+        """One structured request: cache, then attempts with retries, then one repair re-ask."""
+        key = None
+        if self.cache is not None:
+            key = cache_key(
+                model=self.model,
+                template_id=template_id,
+                template_version=template_version,
+                messages=list(messages),
+                schema=schema.model_json_schema(),
+                params=dict(self.params),
+            )
+            hit = self.cache.get_reply(key)
+            if hit is not None:
+                value, _ = _parse(hit.text, schema)
+                if value is not None:
+                    self.stats.cached += 1
+                    return JudgeCall(value, None, Usage(cached_calls=1), hit.text)
+        usage = Usage()
+        reply, failure, spent = await self._attempts(messages, schema)
+        usage += spent
+        if reply is None:
+            assert failure is not None
+            return JudgeCall(None, failure, usage)
+        value, problem = self._validated(reply, schema)
+        text = reply.text
+        if value is None and self.repair:
+            repair_messages = [
+                *messages,
+                {"role": "assistant", "content": reply.text},
+                {
+                    "role": "user",
+                    "content": "Your reply could not be used: "
+                    f"{problem}. {schema_instruction(schema)}",
+                },
+            ]
+            reply, failure, spent = await self._attempts(repair_messages, schema)
+            usage += spent
+            if reply is None:
+                assert failure is not None
+                return JudgeCall(None, failure, usage)
+            value, problem = self._validated(reply, schema)
+            text = reply.text
+        if value is None:
+            self.stats.failures += 1
+            snippet = text[:200] + ("…" if len(text) > 200 else "")
+            message = f"judge reply did not match the {schema.__name__} schema: {problem}"
+            return JudgeCall(
+                None,
+                Failure(kind=FailureKind.PARSE_ERROR, message=f"{message}; reply: {snippet}"),
+                usage,
+                text,
+            )
+        if self.cache is not None and key is not None:
+            stored = value.model_dump_json() if reply.parsed is not None else text
+            self.cache.put_reply(
+                key,
+                CachedReply(stored, usage.prompt_tokens, usage.completion_tokens),
+                model=self.model,
+                template_id=template_id,
+            )
+        return JudgeCall(value, None, usage, text)
+
+    def _validated(self, reply: JudgeReply, schema: type[T]) -> tuple[T | None, str | None]:
+        if reply.parsed is not None:
+            if isinstance(reply.parsed, schema):
+                return reply.parsed, None
+            try:
+                return schema.model_validate(reply.parsed), None
+            except ValidationError as exc:
+                return None, str(exc.errors(include_url=False)[:3])
+        return _parse(reply.text, schema)
+
+    async def _attempts(
+        self, messages: Sequence[Message], schema: type[BaseModel]
+    ) -> tuple[JudgeReply | None, Failure | None, Usage]:
+        """Send one request, retrying transient errors within the budget."""
+        usage = Usage()
+        last: Exception | None = None
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                self.stats.retries += 1
+                await self.sleep(self._backoff(attempt, last))
+            try:
+                reply = await self._send(messages, schema)
+            except TransientJudgeError as exc:
+                usage += Usage(calls=1)
+                last = exc
+                continue
+            except PermanentJudgeError as exc:
+                self.stats.failures += 1
+                return (
+                    None,
+                    Failure(kind=FailureKind.JUDGE_ERROR, message=str(exc)),
+                    usage + Usage(calls=1),
+                )
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # an adapter bug must not kill the run
+                self.stats.failures += 1
+                message = f"{type(exc).__name__}: {exc}"
+                return (
+                    None,
+                    Failure(kind=FailureKind.JUDGE_ERROR, message=message),
+                    usage + Usage(calls=1),
+                )
+            usage += Usage(
+                calls=1,
+                prompt_tokens=reply.usage.prompt_tokens,
+                completion_tokens=reply.usage.completion_tokens,
+            )
+            return reply, None, usage
+        kind = (
+            FailureKind.TIMEOUT
+            if isinstance(last, JudgeTimeout)
+            else FailureKind.RATE_LIMITED
+            if isinstance(last, RateLimited)
+            else FailureKind.JUDGE_ERROR
+        )
+        attempts = self.max_retries + 1
+        return (
+            None,
+            Failure(kind=kind, message=f"{last} (gave up after {attempts} attempts)"),
+            usage,
+        )
+
+    def _backoff(self, attempt: int, error: Exception | None) -> float:
+        if isinstance(error, RateLimited) and error.retry_after is not None:
+            return min(self.backoff_max, error.retry_after)
+        ceiling = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1))
+        return self._rng.uniform(0, ceiling)  # "full jitter": spreads a thundering herd
+
+    async def _send(self, messages: Sequence[Message], schema: type[BaseModel]) -> JudgeReply:
+        async with self._semaphore():
+            self.stats.in_flight += 1
+            self.stats.calls += 1
+            self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
+            try:
+                call = self.judge.generate(list(messages), schema=schema)
+                if self.timeout is None:
+                    return await call
+                try:
+                    return await asyncio.wait_for(call, self.timeout)
+                except asyncio.TimeoutError:
+                    raise JudgeTimeout(f"no reply within {self.timeout:g} s") from None
+            finally:
+                self.stats.in_flight -= 1
+
+
+@dataclass
+class EmbeddingEngine:
+    """Embeds texts through the cache, in batches, under the same kind of concurrency cap."""
+
+    embedder: Embedder
+    cache: Cache | None = None
+    batch_size: int = 64
+    max_concurrency: int = 4
+    timeout: float | None = 120.0
+    _semaphores: dict[int, asyncio.Semaphore] = field(default_factory=dict, init=False)
+
+    @property
+    def model(self) -> str:
+        return self.embedder.model
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors aligned with ``texts``; cached ones are not recomputed."""
+        found: list[list[float] | None] = (
+            self.cache.get_embeddings(self.model, list(texts))
+            if self.cache is not None
+            else [None] * len(texts)
+        )
+        missing = sorted({t for t, v in zip(texts, found, strict=True) if v is None})
+        computed: dict[str, list[float]] = {}
+        for start in range(0, len(missing), self.batch_size):
+            batch = missing[start : start + self.batch_size]
+            vectors = await self._embed_batch(batch)
+            if len(vectors) != len(batch):
+                raise ValueError(
+                    f"embedder {self.model!r} returned {len(vectors)} vectors "
+                    f"for {len(batch)} texts"
+                )
+            computed.update(zip(batch, vectors, strict=True))
+            if self.cache is not None:
+                self.cache.put_embeddings(self.model, batch, vectors)
+        return [v if v is not None else computed[t] for t, v in zip(texts, found, strict=True)]
+
+    async def _embed_batch(self, batch: list[str]) -> list[list[float]]:
+        loop = asyncio.get_running_loop()
+        sem = self._semaphores.get(id(loop))
+        if sem is None:
+            sem = self._semaphores[id(loop)] = asyncio.Semaphore(self.max_concurrency)
+        async with sem:
+            call = self.embedder.embed(batch)
+            result = await (call if self.timeout is None else asyncio.wait_for(call, self.timeout))
+            return [list(map(float, v)) for v in result]

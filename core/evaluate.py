@@ -1,0 +1,277 @@
+"""`evaluate`: run metrics over samples and collect an `Evaluation`.
+
+Samples are streamed: at most a window of samples is in progress at once, so memory grows with
+the results, not with the input. All metrics of one sample share a `MetricContext` (claims are
+extracted once); all samples share one `JudgeEngine`, whose semaphore is the only concurrency
+limit on judge calls. Results are added in input order whatever order they finish in.
+
+``evaluate`` is the synchronous form and also works inside a running event loop (Jupyter): the
+run then happens on a worker thread with its own loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .cache import Cache, open_cache
+from .engine import EmbeddingEngine, JudgeEngine, Price, cost_of
+from .judge import Embedder, Judge
+from .metrics.base import Metric, MetricContext
+from .results import Evaluation, Score, Usage
+from .sample import Sample
+
+__all__ = ["Estimate", "aevaluate", "estimate", "evaluate", "resolve_metrics"]
+
+Progress = Callable[[int, int | None], Any]
+"""Called as ``progress(done, total)`` after each sample; ``total`` is None for a stream."""
+
+
+def resolve_metrics(metrics: Iterable[Metric | str]) -> list[Metric]:
+    """Metric objects from objects or names: ``"faithfulness"``, ``"recall@5"``, ``"mrr"``."""
+    from .metrics.ranking import RankingMetric
+
+    out: list[Metric] = []
+    for item in metrics:
+        if isinstance(item, Metric):
+            metric = item
+        elif isinstance(item, str):
+            metric = _by_name(item) or RankingMetric(item)
+        else:
+            raise TypeError(f"not a metric: {item!r}")
+        if any(m.name == metric.name for m in out):
+            raise ValueError(f"metric {metric.name!r} is given twice")
+        out.append(metric)
+    if not out:
+        raise ValueError("no metrics given")
+    return out
+
+
+def _by_name(name: str) -> Metric | None:
+    from . import metrics
+
+    lookup = getattr(metrics, "by_name", None)
+    if lookup is None:
+        return None
+    try:
+        found = lookup(name)
+    except (KeyError, ValueError):
+        return None
+    return found if isinstance(found, Metric) else None
+
+
+async def aevaluate(
+    samples: Iterable[Sample],
+    metrics: Iterable[Metric | str],
+    *,
+    judge: Judge | JudgeEngine | None = None,
+    embedder: Embedder | EmbeddingEngine | None = None,
+    cache: str | os.PathLike[str] | Cache | None = None,
+    max_concurrency: int = 8,
+    timeout: float | None = 60.0,
+    max_retries: int = 4,
+    price: Price | None = None,
+    progress: Progress | None = None,
+    window: int | None = None,
+) -> Evaluation:
+    """Score every metric on every sample; see `evaluate` for the arguments."""
+    resolved = resolve_metrics(metrics)
+    store = open_cache(cache)
+    engine = _judge_engine(judge, store, max_concurrency, timeout, max_retries, price)
+    embed_engine = _embed_engine(embedder, store)
+    total = len(samples) if isinstance(samples, Sequence) else None
+    limit = window or max(16, 4 * max_concurrency)
+    evaluation = Evaluation(metadata=_metadata(resolved, engine, embed_engine, max_concurrency))
+
+    async def one(sample: Sample) -> tuple[Sample, list[Score]]:
+        ctx = MetricContext(judge=engine, embedder=embed_engine)
+        return sample, list(await asyncio.gather(*(m.score(sample, ctx) for m in resolved)))
+
+    done = 0
+    seen: set[str] = set()
+    async for sample, scores in _ordered(map(one, _unique(samples, seen)), limit):
+        for metric, score in zip(resolved, scores, strict=True):
+            evaluation.add(sample.id, metric.name, score)
+        done += 1
+        if progress is not None:
+            progress(done, total)
+    if engine is not None:
+        evaluation.metadata["judge_stats"] = {
+            "calls": engine.stats.calls,
+            "cached": engine.stats.cached,
+            "retries": engine.stats.retries,
+            "failures": engine.stats.failures,
+            "max_in_flight": engine.stats.max_in_flight,
+        }
+        spent = evaluation.usage()
+        cost = cost_of(spent, engine.price)
+        if cost is not None:
+            evaluation.metadata["cost_usd"] = round(cost, 6)
+    return evaluation
+
+
+def evaluate(
+    samples: Iterable[Sample],
+    metrics: Iterable[Metric | str],
+    *,
+    judge: Judge | JudgeEngine | None = None,
+    embedder: Embedder | EmbeddingEngine | None = None,
+    cache: str | os.PathLike[str] | Cache | None = None,
+    max_concurrency: int = 8,
+    timeout: float | None = 60.0,
+    max_retries: int = 4,
+    price: Price | None = None,
+    progress: Progress | None = None,
+    window: int | None = None,
+) -> Evaluation:
+    """Score ``metrics`` on ``samples`` and return the sample × metric `Evaluation`.
+
+    ``metrics`` are `Metric` objects or names (``"faithfulness"``, ``"recall@5"``). ``judge`` and
+    ``embedder`` are protocol implementations (or pre-built engines). ``cache`` is an SQLite path,
+    a `Cache`, or None. ``max_concurrency`` caps judge calls in flight; ``timeout`` is per call
+    attempt and ``max_retries`` the retry budget per call. ``price`` turns usage into cost
+    (``evaluation.metadata["cost_usd"]``). Nothing raised by a judge or metric escapes: every
+    cell is a value, a typed failure or a skip.
+    """
+    coro = aevaluate(
+        samples,
+        metrics,
+        judge=judge,
+        embedder=embedder,
+        cache=cache,
+        max_concurrency=max_concurrency,
+        timeout=timeout,
+        max_retries=max_retries,
+        price=price,
+        progress=progress,
+        window=window,
+    )
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ragbridge") as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def _unique(samples: Iterable[Sample], seen: set[str]) -> Iterable[Sample]:
+    for sample in samples:
+        if not isinstance(sample, Sample):
+            raise TypeError(f"expected a Sample, got {type(sample).__name__}")
+        if sample.id in seen:
+            raise ValueError(f"duplicate sample id {sample.id!r}")
+        seen.add(sample.id)
+        yield sample
+
+
+async def _ordered(coros: Iterable[Any], limit: int) -> AsyncIterator[Any]:
+    """Run at most ``limit`` coroutines at once; yield their results in input order."""
+    pending: list[asyncio.Task[Any]] = []
+    iterator = iter(coros)
+    exhausted = False
+    try:
+        while True:
+            while not exhausted and len(pending) < limit:
+                try:
+                    pending.append(asyncio.ensure_future(next(iterator)))
+                except StopIteration:
+                    exhausted = True
+            if not pending:
+                return
+            yield await pending.pop(0)
+    finally:
+        for task in pending:
+            task.cancel()
+
+
+def _judge_engine(
+    judge: Judge | JudgeEngine | None,
+    cache: Cache | None,
+    max_concurrency: int,
+    timeout: float | None,
+    max_retries: int,
+    price: Price | None,
+) -> JudgeEngine | None:
+    if judge is None or isinstance(judge, JudgeEngine):
+        return judge
+    return JudgeEngine(
+        judge,
+        max_concurrency=max_concurrency,
+        timeout=timeout,
+        max_retries=max_retries,
+        cache=cache,
+        price=price,
+    )
+
+
+def _embed_engine(
+    embedder: Embedder | EmbeddingEngine | None, cache: Cache | None
+) -> EmbeddingEngine | None:
+    if embedder is None or isinstance(embedder, EmbeddingEngine):
+        return embedder
+    return EmbeddingEngine(embedder, cache=cache)
+
+
+def _metadata(
+    metrics: list[Metric],
+    engine: JudgeEngine | None,
+    embedder: EmbeddingEngine | None,
+    max_concurrency: int,
+) -> dict[str, Any]:
+    return {
+        "metrics": {m.name: {"class": type(m).__name__, "provider": m.provider} for m in metrics},
+        "judge_model": engine.model if engine is not None else None,
+        "embedding_model": embedder.model if embedder is not None else None,
+        "max_concurrency": max_concurrency,
+    }
+
+
+@dataclass
+class Estimate:
+    """What a run would cost before anything is sent (prompt tokens at ~4 characters each)."""
+
+    samples: int = 0
+    calls: int = 0
+    prompt_tokens: int = 0
+    by_template: dict[str, int] = field(default_factory=dict)
+    by_metric: dict[str, int] = field(default_factory=dict)
+
+    def cost(self, price: Price | None, completion_tokens_per_call: int = 150) -> float | None:
+        """Approximate cost, assuming ``completion_tokens_per_call`` output tokens per call."""
+        usage = Usage(
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.calls * completion_tokens_per_call,
+        )
+        return cost_of(usage, price)
+
+    @property
+    def calls_per_sample(self) -> float:
+        return self.calls / self.samples if self.samples else 0.0
+
+
+def estimate(samples: Iterable[Sample], metrics: Iterable[Metric | str]) -> Estimate:
+    """Dry run: judge calls and approximate prompt tokens the metrics would spend.
+
+    Shared calls (an answer's claims, their verification) are counted once per sample, as they
+    are made once. Cache hits are not predicted: this is the cost of a cold run.
+    """
+    resolved = resolve_metrics(metrics)
+    out = Estimate()
+    for sample in samples:
+        out.samples += 1
+        shared: set[Any] = set()
+        for metric in resolved:
+            for call in metric.plan(sample):
+                if call.share_key is not None:
+                    if call.share_key in shared:
+                        continue
+                    shared.add(call.share_key)
+                out.calls += 1
+                out.prompt_tokens += call.prompt_tokens
+                out.by_template[call.template_id] = out.by_template.get(call.template_id, 0) + 1
+                out.by_metric[metric.name] = out.by_metric.get(metric.name, 0) + 1
+    return out

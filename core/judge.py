@@ -1,0 +1,98 @@
+"""The two model protocols ragbridge needs — a `Judge` and an `Embedder` — and the errors
+adapters raise through them.
+
+Adapters (LangChain chat models, LlamaIndex LLMs, OpenAI-compatible endpoints) implement these;
+everything else in ragbridge talks only to them. The error classes are how an adapter tells the
+engine what a failure means: a `TransientJudgeError` (timeout, rate limit, 5xx) is worth retrying
+with backoff, a `PermanentJudgeError` (bad request, authentication, context too long) is not.
+Any other exception escaping a judge is treated as permanent; none ever kills a run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+from .results import Usage
+
+__all__ = [
+    "Embedder",
+    "Judge",
+    "JudgeError",
+    "JudgeReply",
+    "JudgeTimeout",
+    "Message",
+    "PermanentJudgeError",
+    "RateLimited",
+    "ServerError",
+    "TransientJudgeError",
+    "Usage",
+]
+
+Message = dict[str, str]
+"""One chat message: ``{"role": "system" | "user" | "assistant", "content": "..."}``."""
+
+
+@dataclass(frozen=True)
+class JudgeReply:
+    """What a judge returns for one call.
+
+    ``parsed`` is an instance of the requested schema when the adapter produced one natively
+    (function calling, JSON mode); otherwise ``None`` and the engine parses ``text`` itself.
+    ``usage`` carries the call's prompt and completion tokens (``calls`` is counted by the engine).
+    """
+
+    text: str
+    parsed: Any = None
+    usage: Usage = field(default_factory=Usage)
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """An LLM that answers chat messages, optionally constrained to a pydantic schema."""
+
+    model: str
+
+    async def generate(
+        self, messages: Sequence[Message], *, schema: type[BaseModel] | None = None
+    ) -> JudgeReply: ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """A text embedding model; vectors need not be normalised."""
+
+    model: str
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+class JudgeError(Exception):
+    """Base of the errors an adapter raises to say how a judge call failed."""
+
+
+class TransientJudgeError(JudgeError):
+    """Worth retrying after a backoff: the same call may well succeed."""
+
+
+class JudgeTimeout(TransientJudgeError):
+    """The call took longer than allowed."""
+
+
+class RateLimited(TransientJudgeError):
+    """The provider asked us to slow down; ``retry_after`` (seconds) is honoured when given."""
+
+    def __init__(self, message: str = "rate limited", *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class ServerError(TransientJudgeError):
+    """A 5xx-like provider error."""
+
+
+class PermanentJudgeError(JudgeError):
+    """Retrying cannot help (bad request, authentication, context length exceeded)."""

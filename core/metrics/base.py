@@ -1,0 +1,173 @@
+"""What a metric is: a name, the `Sample` fields it needs, and one async method.
+
+A metric is a small object with ``name`` (the key in results, reports and LangSmith feedback:
+the snake_case of its class), ``requires`` (Sample fields that must be present, so a missing one
+becomes ``Failure(missing_input)`` naming the field before any call is spent), ``provider``
+("llm", "offline", ...: one measure, several providers) and ``async score(sample, ctx) -> Score``.
+
+`MetricContext` is everything a metric may use for one sample: the judge and embedding engines
+and a per-sample memo, `MetricContext.shared`, through which metrics share sub-results. The claims
+of an answer are extracted once per sample even when Faithfulness, Hallucination and
+AnswerCorrectness all run; the first metric to ask pays (its Score records the calls), the others
+record zero calls for that part, so summed usage is the true cost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import BaseModel
+
+from ..engine import EmbeddingEngine, JudgeCall, JudgeEngine
+from ..prompts import PromptTemplate
+from ..results import Failure, FailureKind, Score, Usage
+from ..sample import Sample
+
+__all__ = ["Metric", "MetricContext", "PlannedCall", "snake_case"]
+
+T = TypeVar("T", bound=BaseModel)
+R = TypeVar("R")
+
+
+def snake_case(name: str) -> str:
+    """``AnswerRelevance`` -> ``answer_relevance``."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+@dataclass(frozen=True)
+class PlannedCall:
+    """One judge call a metric would make for a sample (dry-run estimate).
+
+    ``share_key`` is set for calls several metrics share, so the estimate counts them once.
+    """
+
+    template_id: str
+    prompt_chars: int
+    share_key: Hashable | None = None
+
+    @property
+    def prompt_tokens(self) -> int:
+        return max(1, round(self.prompt_chars / 4))  # ~4 characters per token in English
+
+
+@dataclass
+class MetricContext:
+    """What a metric may use while scoring one sample."""
+
+    judge: JudgeEngine | None = None
+    embedder: EmbeddingEngine | None = None
+    _memo: dict[Hashable, asyncio.Task[Any]] = field(default_factory=dict, repr=False)
+
+    async def shared(self, key: Hashable, compute: Callable[[], Awaitable[R]]) -> tuple[R, bool]:
+        """Compute ``key`` once per sample; returns (result, whether this caller computed it)."""
+        task = self._memo.get(key)
+        if task is None:
+            task = self._memo[key] = asyncio.ensure_future(compute())
+            return await task, True
+        return await asyncio.shield(task), False
+
+    async def ask(self, template: PromptTemplate, **values: Any) -> JudgeCall[Any]:
+        """Render ``template`` and send it through the judge engine."""
+        if self.judge is None:
+            raise RuntimeError("this metric needs a judge")
+        return await self.judge.ask(
+            template.render(**values),
+            template.schema,
+            template_id=template.id,
+            template_version=template.version,
+        )
+
+
+class Metric:
+    """Base class of ragbridge metrics. Subclasses set ``requires`` and implement `_score`.
+
+    `score` wraps `_score` with what every metric needs: the missing-input check, timing, the
+    provider/judge/prompt stamp on the Score, and a last-resort conversion of an unexpected
+    exception into a typed failure (a bug in one metric must not kill a run).
+    """
+
+    name: str = ""
+    requires: ClassVar[tuple[str, ...]] = ()
+    needs_judge: ClassVar[bool] = True
+    needs_embedder: ClassVar[bool] = False
+    provider: str = "llm"
+    prompt_version: ClassVar[str | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" not in cls.__dict__:
+            cls.name = snake_case(cls.__name__)
+
+    async def score(self, sample: Sample, ctx: MetricContext) -> Score:
+        started = time.perf_counter()
+        missing = self.missing_input(sample, ctx)
+        if missing is not None:
+            return self._stamp(Score(failure=missing), ctx, started)
+        try:
+            score = await self._score(sample, ctx)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            failure = Failure(kind=FailureKind.JUDGE_ERROR, message=f"{type(exc).__name__}: {exc}")
+            score = Score(failure=failure)
+        return self._stamp(score, ctx, started)
+
+    async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
+        raise NotImplementedError
+
+    def missing_input(self, sample: Sample, ctx: MetricContext) -> Failure | None:
+        """A typed failure when a required field is empty or a model is missing, else None."""
+        for name in self.requires:
+            value = getattr(sample, name)
+            if value is None or (isinstance(value, (str, list)) and not _nonblank(value)):
+                return Failure(
+                    kind=FailureKind.MISSING_INPUT,
+                    message=f"{self.name} needs the sample's {name!r}, which is empty",
+                )
+        if self.needs_judge and ctx.judge is None:
+            return Failure(
+                kind=FailureKind.MISSING_INPUT, message=f"{self.name} needs a judge (judge=...)"
+            )
+        if self.needs_embedder and ctx.embedder is None:
+            return Failure(
+                kind=FailureKind.MISSING_INPUT,
+                message=f"{self.name} needs an embedder (embedder=...)",
+            )
+        return None
+
+    def plan(self, sample: Sample) -> list[PlannedCall]:
+        """The judge calls `score` would make for ``sample`` (for the dry-run estimate)."""
+        return []
+
+    def _stamp(self, score: Score, ctx: MetricContext, started: float) -> Score:
+        update: dict[str, Any] = {"provider": self.provider}
+        if score.latency_s is None:
+            update["latency_s"] = time.perf_counter() - started
+        if self.needs_judge and ctx.judge is not None and score.judge_model is None:
+            update["judge_model"] = ctx.judge.model
+        if self.prompt_version is not None and score.prompt_version is None:
+            update["prompt_version"] = self.prompt_version
+        return score.model_copy(update=update)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+def _nonblank(value: str | list[Any]) -> bool:
+    if isinstance(value, str):
+        return bool(value.strip())
+    return bool(value)
+
+
+def usage_of(*calls: JudgeCall[Any] | None, owned: tuple[bool, ...] | None = None) -> Usage:
+    """Total usage of the calls this metric paid for (shared calls count for their owner only)."""
+    total = Usage()
+    for i, call in enumerate(calls):
+        if call is not None and (owned is None or owned[i]):
+            total += call.usage
+    return total

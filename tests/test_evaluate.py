@@ -1,0 +1,194 @@
+"""The orchestrator: order, streaming, progress, caching and resume, failures, loops, estimate."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from ragbridge.core import Context, Sample
+from ragbridge.core.cache import Cache
+from ragbridge.core.evaluate import aevaluate, estimate, evaluate, resolve_metrics
+from ragbridge.core.metrics.base import Metric, MetricContext, PlannedCall
+from ragbridge.core.prompts import PromptTemplate
+from ragbridge.core.results import FailureKind, Score
+from ragbridge.core.testing import ScriptedJudge
+
+
+class Verdict(BaseModel):
+    ok: bool
+
+
+TEMPLATE = PromptTemplate(
+    id="test.judged", version="1", system="You judge.", user="Answer: $answer", schema=Verdict
+)
+
+
+class Judged(Metric):
+    """1.0 when the judge says ok; one call per sample."""
+
+    requires = ("answer",)
+    prompt_version = "1"
+
+    async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
+        assert sample.answer is not None
+        call = await ctx.ask(TEMPLATE, answer=sample.answer)
+        if call.failure is not None:
+            return Score(failure=call.failure, usage=call.usage)
+        assert call.value is not None
+        return Score(value=1.0 if call.value.ok else 0.0, reason="judged", usage=call.usage)
+
+    def plan(self, sample: Sample) -> list[PlannedCall]:
+        text = "".join(m["content"] for m in TEMPLATE.render(answer=sample.answer or ""))
+        return [PlannedCall(TEMPLATE.id, len(text))]
+
+
+class Exploding(Metric):
+    needs_judge = False
+
+    async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
+        raise RuntimeError("bug in a metric")
+
+
+def samples(n: int) -> list[Sample]:
+    return [
+        Sample(
+            id=f"s{i:02d}",
+            question="q",
+            answer=f"answer {i}" if i % 7 else "",
+            contexts=[Context(text="t", id="d1"), Context(text="u", id="d2")],
+            relevance={"d2": 1},
+        )
+        for i in range(n)
+    ]
+
+
+def ok_judge(delay: float = 0.0) -> ScriptedJudge:
+    return ScriptedJudge({"test.judged": {"ok": True}}, delay=delay)
+
+
+def test_cells_in_input_order_with_progress_and_stats() -> None:
+    seen: list[tuple[int, int | None]] = []
+    judge = ScriptedJudge({"test.judged": {"ok": True}}, delay=0.001)
+    result = evaluate(
+        samples(30), [Judged(), "recall@1", "mrr"], judge=judge, max_concurrency=3,
+        progress=lambda done, total: seen.append((done, total)),
+    )  # fmt: skip
+    assert result.sample_ids == [f"s{i:02d}" for i in range(30)]
+    assert result.metrics == ["judged", "recall@1", "mrr"]
+    assert seen == [(i, 30) for i in range(1, 31)]
+    judged = result.summary()["judged"]
+    # s00, s07, s14, s21, s28 have an empty answer: missing_input, no call spent
+    assert (judged.n_scored, judged.failures_by_kind) == (25, {"missing_input": 5})
+    assert len(judge.calls) == 25
+    assert result.summary()["mrr"].mean == 0.5
+    assert result.metadata["judge_stats"]["calls"] == 25
+    assert result.metadata["judge_stats"]["max_in_flight"] <= 3
+    assert result.get("s01", "judged") == result.get("s01", "judged")
+    score = result.get("s01", "judged")
+    assert score is not None
+    assert score.judge_model == "scripted-judge"
+    assert score.provider == "llm"
+    assert score.usage.calls == 1
+
+
+def test_streams_a_generator_with_a_bounded_window() -> None:
+    pulled: list[int] = []
+    judge = ok_judge(delay=0.002)
+
+    def stream() -> Iterator[Sample]:
+        for i, sample in enumerate(samples(40)):
+            pulled.append(i)
+            # never more than window samples ahead of the judge's finished work
+            assert i - len(judge.calls) <= 8 + 8
+            yield sample
+
+    totals: list[int | None] = []
+    result = evaluate(
+        stream(), [Judged()], judge=judge, window=8,
+        progress=lambda done, total: totals.append(total),
+    )  # fmt: skip
+    assert len(result.sample_ids) == 40
+    assert set(totals) == {None}
+
+
+def test_metric_exceptions_and_missing_judge_become_typed_failures() -> None:
+    result = evaluate(samples(3), [Exploding(), Judged()])
+    exploded = result.get("s01", "exploding")
+    assert exploded is not None
+    assert exploded.failure is not None
+    assert exploded.failure.kind is FailureKind.JUDGE_ERROR
+    assert "bug in a metric" in exploded.failure.message
+    no_judge = result.get("s01", "judged")
+    assert no_judge is not None
+    assert no_judge.failure is not None
+    assert no_judge.failure.kind is FailureKind.MISSING_INPUT
+    assert "needs a judge" in no_judge.failure.message
+
+
+def test_sync_evaluate_works_inside_a_running_loop() -> None:
+    async def notebook_cell() -> int:
+        return len(evaluate(samples(4), [Judged()], judge=ok_judge()))
+
+    assert asyncio.run(notebook_cell()) == 4
+
+
+def test_second_run_makes_zero_calls(tmp_path: Path) -> None:
+    path = tmp_path / "cache.sqlite"
+    first_judge, second_judge = ok_judge(), ok_judge()
+    first = evaluate(samples(10), [Judged()], judge=first_judge, cache=path)
+    second = evaluate(samples(10), [Judged()], judge=second_judge, cache=path)
+    assert len(first_judge.calls) == 8
+    assert second_judge.calls == []
+    assert [c.score.value for c in first] == [c.score.value for c in second]
+    assert second.usage().cached_calls == 8
+    assert second.usage().calls == 0
+
+
+def test_an_interrupted_run_resumes_without_repeating_finished_calls(tmp_path: Path) -> None:
+    path = tmp_path / "cache.sqlite"
+    data = samples(30)  # 25 judged samples
+
+    async def interrupted() -> int:
+        judge = ok_judge(delay=0.003)
+        task = asyncio.ensure_future(
+            aevaluate(data, [Judged()], judge=judge, cache=path, max_concurrency=2)
+        )
+        while len(judge.calls) < 10:
+            await asyncio.sleep(0.001)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return len(judge.calls)
+
+    started = asyncio.run(interrupted())
+    finished = Cache(path).stats().replies
+    assert 8 <= finished <= started  # calls in flight at the kill were lost, finished ones kept
+    judge = ok_judge()
+    result = evaluate(data, [Judged()], judge=judge, cache=path)
+    assert len(judge.calls) == 25 - finished
+    assert result.summary()["judged"].n_scored == 25
+
+
+def test_names_resolve_and_duplicates_are_refused() -> None:
+    assert [m.name for m in resolve_metrics(["recall@5", "ndcg@10", Judged()])] == [
+        "recall@5", "ndcg@10", "judged",
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="given twice"):
+        resolve_metrics(["mrr", "recip_rank"])
+    with pytest.raises(ValueError, match="unknown measure"):
+        resolve_metrics(["not_a_metric"])
+    with pytest.raises(ValueError, match="duplicate sample id"):
+        evaluate([*samples(2), *samples(1)], ["mrr"])
+
+
+def test_estimate_counts_calls_before_sending_anything() -> None:
+    plan = estimate(samples(14), [Judged(), "mrr"])
+    assert plan.samples == 14
+    assert plan.calls == 14  # plan() does not know the empty answers are skipped at run time
+    assert plan.by_template == {"test.judged": 14}
+    assert plan.prompt_tokens > 14 * 40
+    assert plan.calls_per_sample == 1.0
