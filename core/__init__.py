@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .cache import Cache
     from .engine import EmbeddingEngine, JudgeEngine, Price
-    from .evaluate import aevaluate, estimate, evaluate
     from .judge import Embedder, Judge, JudgeReply
     from .metrics.base import Metric, MetricContext
     from .results import Evaluation, Failure, FailureKind, MetricSummary, Score, Usage
     from .retrieval import Measure, Qrels, Run, evaluate_run, score_sample, score_samples
+    from .runner import aevaluate, estimate, evaluate
     from .sample import (
         Context,
         Sample,
@@ -35,9 +35,9 @@ _EXPORTS: dict[str, str] = {
     "EmbeddingEngine": "engine",
     "JudgeEngine": "engine",
     "Price": "engine",
-    "aevaluate": "evaluate",
-    "estimate": "evaluate",
-    "evaluate": "evaluate",
+    "aevaluate": "runner",
+    "estimate": "runner",
+    "evaluate": "runner",
     "Embedder": "judge",
     "Judge": "judge",
     "JudgeReply": "judge",

@@ -11,10 +11,10 @@ from pydantic import BaseModel
 
 from ragbridge.core import Context, Sample
 from ragbridge.core.cache import Cache
-from ragbridge.core.evaluate import aevaluate, estimate, evaluate, resolve_metrics
 from ragbridge.core.metrics.base import Metric, MetricContext, PlannedCall
 from ragbridge.core.prompts import PromptTemplate
 from ragbridge.core.results import FailureKind, Score
+from ragbridge.core.runner import aevaluate, estimate, evaluate, resolve_metrics
 from ragbridge.core.testing import ScriptedJudge
 
 

@@ -84,3 +84,14 @@ def _exports() -> dict[str, str]:
     from ragbridge import core
 
     return core._EXPORTS
+
+
+def test_evaluate_is_the_function_even_after_its_module_is_imported() -> None:
+    code = (
+        "import ragbridge.core.runner\n"
+        "from ragbridge.core import evaluate\n"
+        "import ragbridge.core as c\n"
+        "print(callable(evaluate), callable(c.evaluate))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True"]

@@ -1,5 +1,8 @@
 """`evaluate`: run metrics over samples and collect an `Evaluation`.
 
+(The module is ``runner`` rather than ``evaluate`` so that ``ragbridge.core.evaluate`` is always
+the function, never shadowed by a submodule of the same name.)
+
 Samples are streamed: at most a window of samples is in progress at once, so memory grows with
 the results, not with the input. All metrics of one sample share a `MetricContext` (claims are
 extracted once); all samples share one `JudgeEngine`, whose semaphore is the only concurrency
