@@ -132,7 +132,8 @@ def _parse(text: str, schema: type[T]) -> tuple[T | None, str | None]:
 
 def schema_instruction(schema: type[BaseModel]) -> str:
     """The sentence every structured prompt ends with: the schema, stated in the prompt."""
-    spec = json.dumps(schema.model_json_schema(), separators=(",", ":"), sort_keys=True)
+    # Declaration order, not sorted: schemas list the reasoning field before the verdict.
+    spec = json.dumps(schema.model_json_schema(), separators=(",", ":"))
     return (
         "Reply with a single JSON object and nothing else. It must validate against this "
         f"JSON Schema:\n{spec}"

@@ -152,7 +152,11 @@ class CountingJudge:
             for label, _ in blocks:
                 counts[label] = counts.get(label, 0) + 1
             length = max(counts.values(), default=self.list_length)
-            text = "ok" if schema is None else minimal_instance(schema, length).model_dump_json()
+            text = (
+                "ok"
+                if schema is None
+                else minimal_instance(schema, length, counts).model_dump_json()
+            )
             prompt = sum(_tokens(m.get("content", "")) for m in messages)
             completion = _tokens(text)
             self.prompt_tokens += prompt
@@ -164,13 +168,25 @@ class CountingJudge:
             self.in_flight -= 1
 
 
-def minimal_instance(schema: type[BaseModel], list_length: int = 1) -> BaseModel:
-    """A valid instance of ``schema`` with the smallest value of every field."""
-    values = {
-        name: _minimal(info.annotation, list_length)
-        for name, info in schema.model_fields.items()
-        if info.is_required()
-    }
+def minimal_instance(
+    schema: type[BaseModel], list_length: int = 1, counts: Mapping[str, int] | None = None
+) -> BaseModel:
+    """A valid instance of ``schema`` with the smallest value of every field.
+
+    A list field declared with ``json_schema_extra={"aligned_with": "CLAIM"}`` gets one item per
+    ``CLAIM`` block counted in ``counts``; other lists get ``list_length`` items.
+    """
+    values = {}
+    for name, info in schema.model_fields.items():
+        if not info.is_required():
+            continue
+        length = list_length
+        extra = info.json_schema_extra
+        if isinstance(extra, dict) and counts is not None:
+            label = extra.get("aligned_with")
+            if isinstance(label, str):
+                length = counts.get(label, 0)
+        values[name] = _minimal(info.annotation, length)
     return schema.model_validate(values)
 
 

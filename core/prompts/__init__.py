@@ -22,7 +22,13 @@ __all__ = [
 ]
 
 # Modules defining templates; each calls `register` at import.
-_MODULES: tuple[str, ...] = ()
+_MODULES: tuple[str, ...] = (
+    "faithfulness",
+    "context_precision",
+    "context_recall",
+    "answer_correctness",
+    "graders",
+)
 
 _REGISTRY: dict[str, PromptTemplate] = {}
 _loaded = False

@@ -34,12 +34,17 @@ def task_tag(template_id: str, version: str) -> str:
     return f"[ragbridge task: {template_id} v{version}]"
 
 
+def neutralise(text: str) -> str:
+    """Break any delimiter marker inside data, so a document cannot forge the end of its block."""
+    return text.replace("<<<", "<\u2039<").replace(">>>", ">\u203a>")
+
+
 def format_contexts(contexts: Sequence[str]) -> str:
     """Numbered, delimited context blocks (1-based, the numbers the judge must answer with)."""
     if not contexts:
         return "(no contexts were retrieved)"
     return "\n".join(
-        f"<<<BEGIN CONTEXT {i}>>>\n{text}\n<<<END CONTEXT {i}>>>"
+        f"<<<BEGIN CONTEXT {i}>>>\n{neutralise(text)}\n<<<END CONTEXT {i}>>>"
         for i, text in enumerate(contexts, start=1)
     )
 
@@ -47,13 +52,13 @@ def format_contexts(contexts: Sequence[str]) -> str:
 def format_list(items: Sequence[str], label: str) -> str:
     """Numbered, delimited items (claims, statements) for verification tasks."""
     return "\n".join(
-        f"<<<BEGIN {label} {i}>>> {text} <<<END {label} {i}>>>"
+        f"<<<BEGIN {label} {i}>>> {neutralise(text)} <<<END {label} {i}>>>"
         for i, text in enumerate(items, start=1)
     )
 
 
 def _block(label: str, text: str) -> str:
-    return f"<<<BEGIN {label}>>>\n{text}\n<<<END {label}>>>"
+    return f"<<<BEGIN {label}>>>\n{neutralise(text)}\n<<<END {label}>>>"
 
 
 @dataclass(frozen=True)

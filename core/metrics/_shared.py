@@ -1,0 +1,241 @@
+"""Helpers the LLM metrics share: the two memoised judge calls, alignment checks, cosine.
+
+The memo keys are what makes the judge budget hold. ``answer.analyze`` is keyed on (question,
+answer), so Faithfulness, Hallucination, AnswerRelevance and AnswerCorrectness of one sample make
+one call between them; ``faithfulness.verify`` is keyed on (claims, context texts), so
+Faithfulness and Hallucination make one. The first metric to ask owns the call: its Score
+records the usage, the others record none, so summed usage is the true cost.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..engine import JudgeCall
+from ..judge import Message
+from ..prompts.base import PromptTemplate
+from ..prompts.faithfulness import (
+    ANSWER_ANALYZE,
+    FAITHFULNESS_VERIFY,
+    AnswerAnalysis,
+    ClaimVerdicts,
+)
+from ..results import Failure, FailureKind, Score, Usage
+from ..sample import Sample
+from .base import MetricContext, PlannedCall, usage_of
+
+__all__ = [
+    "ClaimCheck",
+    "analyze_answer",
+    "check_claims",
+    "cited_context",
+    "cosine",
+    "estimated_claims",
+    "has_inputs",
+    "misaligned",
+    "planned",
+    "prompt_chars",
+    "versions",
+]
+
+
+def versions(*templates: PromptTemplate) -> str:
+    """``"answer.analyze@1+faithfulness.verify@1"``: the template versions behind a Score."""
+    return "+".join(f"{t.id}@{t.version}" for t in templates)
+
+
+def prompt_chars(messages: Sequence[Message]) -> int:
+    return sum(len(m.get("content", "")) for m in messages)
+
+
+def planned(template: PromptTemplate, share_key: Any = None, **values: Any) -> PlannedCall:
+    """The PlannedCall of rendering ``template`` with ``values``."""
+    return PlannedCall(template.id, prompt_chars(template.render(**values)), share_key)
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def estimated_claims(answer: str) -> list[str]:
+    """Stand-in claims for a dry-run estimate: the answer's sentences (real claims need a call)."""
+    return [s for s in _SENTENCE.split(answer.strip()) if s] or [answer]
+
+
+def has_inputs(sample: Sample, fields: Sequence[str]) -> bool:
+    """Whether every field is present and non-blank (the rule `Metric.missing_input` applies)."""
+    for name in fields:
+        value = getattr(sample, name)
+        if value is None:
+            return False
+        if isinstance(value, str) and not value.strip():
+            return False
+        if isinstance(value, list) and not value:
+            return False
+    return True
+
+
+def analyze_key(sample: Sample) -> tuple[str, str, str]:
+    return ("answer.analyze", sample.question, sample.answer or "")
+
+
+def verify_key(sample: Sample, claims: Sequence[str]) -> tuple[str, tuple[str, ...], Any]:
+    return ("faithfulness.verify", tuple(claims), tuple(c.text for c in sample.contexts))
+
+
+def plan_verify_key(sample: Sample) -> tuple[str, str, tuple[str, ...]]:
+    """Dry-run key of the verify call (claims are unknown before the analyze call is made)."""
+    return ("faithfulness.verify", sample.answer or "", tuple(c.text for c in sample.contexts))
+
+
+def plan_analyze(sample: Sample) -> PlannedCall:
+    return planned(
+        ANSWER_ANALYZE, analyze_key(sample), question=sample.question, answer=sample.answer or ""
+    )
+
+
+def plan_verify(sample: Sample) -> PlannedCall:
+    return planned(
+        FAITHFULNESS_VERIFY,
+        plan_verify_key(sample),
+        claims=estimated_claims(sample.answer or ""),
+        contexts=[c.text for c in sample.contexts],
+    )
+
+
+async def analyze_answer(
+    sample: Sample, ctx: MetricContext
+) -> tuple[JudgeCall[AnswerAnalysis], bool]:
+    """The shared ``answer.analyze`` call of this sample, and whether this caller owns it."""
+    return await ctx.shared(
+        analyze_key(sample),
+        lambda: ctx.ask(ANSWER_ANALYZE, question=sample.question, answer=sample.answer or ""),
+    )
+
+
+def misaligned(template: PromptTemplate, expected: int, got: int, per: str) -> Failure:
+    """The parse_error of a positional reply whose length does not match what was asked."""
+    return Failure(
+        kind=FailureKind.PARSE_ERROR,
+        message=f"{template.id}: expected {expected} verdicts (one per {per}), got {got}",
+    )
+
+
+def cited_context(
+    template: PromptTemplate, number: int | None, n_contexts: int, item: str
+) -> Failure | None:
+    """A parse_error when the judge cites a context number that was not shown to it."""
+    if number is None or 1 <= number <= n_contexts:
+        return None
+    return Failure(
+        kind=FailureKind.PARSE_ERROR,
+        message=f"{template.id}: {item} cites context {number}, "
+        f"but only contexts 1..{n_contexts} were given",
+    )
+
+
+def context_id(sample: Sample, number: int | None) -> str | None:
+    if number is None or not 1 <= number <= len(sample.contexts):
+        return None
+    return sample.contexts[number - 1].id
+
+
+@dataclass
+class ClaimCheck:
+    """Claims of an answer and their verdicts, or the failure that stopped the check.
+
+    ``verdicts`` are ``supported`` / ``contradicted`` / ``unsupported``, aligned with ``claims``;
+    ``usage`` counts the calls the asking metric owns.
+    """
+
+    claims: list[str] = field(default_factory=list)
+    details: list[dict[str, Any]] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    failure: Failure | None = None
+    verified: bool = False
+
+    def count(self, *verdicts: str) -> int:
+        return sum(1 for d in self.details if d["verdict"] in verdicts)
+
+    def failed(self, **kw: Any) -> Score:
+        assert self.failure is not None
+        return Score(failure=self.failure, usage=self.usage, **kw)
+
+
+async def check_claims(sample: Sample, ctx: MetricContext) -> ClaimCheck:
+    """Extract the answer's claims (shared) and verify them all in one shared call.
+
+    With no contexts every claim is unsupported and no verify call is made: there is nothing
+    to check against, and spending a call to learn that would be waste.
+    """
+    analysis, owns_analysis = await analyze_answer(sample, ctx)
+    if analysis.value is None:
+        assert analysis.failure is not None
+        return ClaimCheck(
+            failure=analysis.failure, usage=usage_of(analysis, owned=(owns_analysis,))
+        )
+    claims = [c for c in analysis.value.claims if c.strip()]
+    if not claims:
+        return ClaimCheck(
+            usage=usage_of(analysis, owned=(owns_analysis,)),
+            failure=Failure(
+                kind=FailureKind.NO_CLAIMS,
+                message="no factual claims could be extracted from the answer",
+            ),
+        )
+    if not sample.contexts:
+        unsupported: list[dict[str, Any]] = [
+            {
+                "claim": claim,
+                "verdict": "unsupported",
+                "context": None,
+                "context_id": None,
+                "reason": "no contexts were retrieved",
+            }
+            for claim in claims
+        ]
+        return ClaimCheck(claims, unsupported, usage_of(analysis, owned=(owns_analysis,)))
+    texts = [c.text for c in sample.contexts]
+    verify: JudgeCall[ClaimVerdicts]
+    verify, owns_verify = await ctx.shared(
+        verify_key(sample, claims),
+        lambda: ctx.ask(FAITHFULNESS_VERIFY, claims=claims, contexts=texts),
+    )
+    usage = usage_of(analysis, verify, owned=(owns_analysis, owns_verify))
+    if verify.value is None:
+        assert verify.failure is not None
+        return ClaimCheck(claims, usage=usage, failure=verify.failure)
+    verdicts = verify.value.verdicts
+    if len(verdicts) != len(claims):
+        failure = misaligned(FAITHFULNESS_VERIFY, len(claims), len(verdicts), "claim")
+        return ClaimCheck(claims, usage=usage, failure=failure)
+    details: list[dict[str, Any]] = []
+    for i, (claim, v) in enumerate(zip(claims, verdicts, strict=True), start=1):
+        bad = cited_context(FAITHFULNESS_VERIFY, v.context, len(texts), f"verdict {i}")
+        if bad is not None:
+            return ClaimCheck(claims, usage=usage, failure=bad)
+        details.append(
+            {
+                "claim": claim,
+                "verdict": v.verdict,
+                "context": v.context,
+                "context_id": context_id(sample, v.context),
+                "reason": v.reason,
+            }
+        )
+    return ClaimCheck(claims, details, usage, verified=True)
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity; 0.0 when either vector is all zeros (nothing to compare)."""
+    if len(a) != len(b):
+        raise ValueError(f"vectors of different lengths: {len(a)} and {len(b)}")
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    if na == 0.0 or nb == 0.0:
+        return 0.0
+    return max(-1.0, min(1.0, dot / (na * nb)))

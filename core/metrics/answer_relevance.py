@@ -1,0 +1,84 @@
+"""AnswerRelevance: does the answer address the question that was asked?
+
+Es et al. 2023, "RAGAS: Automated Evaluation of Retrieval Augmented Generation", §3: have a
+judge generate n questions the answer would answer, embed them and the real question q, and score
+
+    AR = (1/n) · Σ_i max(0, cos(E(q), E(q_i))).
+
+An answer that drifts off topic or answers only part of the question yields generated questions
+unlike q. Negative cosines are clipped to 0 so the value stays in [0, 1] (the paper's mean of raw
+similarities can dip below 0 with some embedders). A noncommittal answer ("I don't know") can
+still sound on-topic, so — as RAGAS does — it scores 0.0.
+
+The generated questions come from the shared ``answer.analyze`` call (0 extra judge calls when
+Faithfulness also runs), and all n + 1 texts are embedded in one batch. The prompt asks for 3
+questions; when a judge returns another non-zero number the mean is over what it returned
+(recorded in ``details``), and zero questions is a ``parse_error``.
+"""
+
+from __future__ import annotations
+
+from ..prompts.faithfulness import ANSWER_ANALYZE
+from ..results import FailureKind, Score
+from ..sample import Sample
+from ._shared import analyze_answer, cosine, has_inputs, plan_analyze, versions
+from .base import Metric, MetricContext, PlannedCall, usage_of
+
+__all__ = ["AnswerRelevance"]
+
+
+class AnswerRelevance(Metric):
+    """Mean clipped cosine similarity of the question to questions generated from the answer."""
+
+    requires = ("question", "answer")
+    needs_embedder = True
+    prompt_version = versions(ANSWER_ANALYZE)
+
+    def plan(self, sample: Sample) -> list[PlannedCall]:
+        return [plan_analyze(sample)] if has_inputs(sample, self.requires) else []
+
+    async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
+        call, owned = await analyze_answer(sample, ctx)
+        usage = usage_of(call, owned=(owned,))
+        if call.value is None:
+            assert call.failure is not None
+            return Score(failure=call.failure, usage=usage)
+        analysis = call.value
+        questions = [q for q in analysis.questions if q.strip()]
+        if analysis.noncommittal:
+            return Score(
+                value=0.0,
+                reason="the answer is noncommittal: it does not commit to answering the question",
+                details={"noncommittal": True, "generated_questions": questions},
+                usage=usage,
+            )
+        if not questions:
+            return Score.fail(
+                FailureKind.PARSE_ERROR,
+                f"{ANSWER_ANALYZE.id}: expected 3 generated questions, got 0",
+                usage=usage,
+            )
+        assert ctx.embedder is not None  # guaranteed by needs_embedder
+        try:
+            vectors = await ctx.embedder.embed([sample.question, *questions])
+        except Exception as exc:  # keep the judge usage on the Score
+            return Score.fail(
+                FailureKind.JUDGE_ERROR,
+                f"embedding failed: {type(exc).__name__}: {exc}",
+                usage=usage,
+            )
+        target, generated = vectors[0], vectors[1:]
+        sims = [max(0.0, cosine(target, v)) for v in generated]
+        value = sum(sims) / len(sims)
+        return Score(
+            value=value,
+            reason=f"mean similarity of {len(sims)} questions generated from the answer "
+            f"to the question: {value:.2f}",
+            details={
+                "noncommittal": False,
+                "generated_questions": [
+                    {"question": q, "similarity": s} for q, s in zip(questions, sims, strict=True)
+                ],
+            },
+            usage=usage,
+        )

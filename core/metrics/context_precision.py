@@ -1,0 +1,140 @@
+"""ContextPrecision: are the useful contexts ranked at the top?
+
+The rank-aware average precision of the RAGAS documentation ("Context Precision",
+docs.ragas.io; the RAGAS framework of Es et al. 2023): with v_k ∈ {0, 1} the judge's usefulness
+verdict for the context at rank k and precision@k = (Σ_{i≤k} v_i) / k,
+
+    context_precision = Σ_k (precision@k × v_k) / (number of useful contexts),
+
+and 0.0 when no context is useful. Verdicts [1, 0, 1] give (1/1 + 2/3) / 2 = 0.833: the same
+two useful contexts ranked first and second would give 1.0. The denominator is the useful
+contexts *retrieved*, not all relevant documents in the corpus, so this is not trec_eval's AP —
+for that, use the ranking measures with relevance labels.
+
+Usefulness is judged against the reference when the sample has one (the RAGAS definition) and
+otherwise against the pipeline's answer (RAGAS's "without reference" variant): two templates,
+``context_precision.with_reference`` and ``context_precision.with_answer``. ``use_reference=True``
+insists on the reference (a sample without one is ``missing_input``); ``False`` always uses the
+answer. All contexts are judged in one call, so the cost is one call at any k.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..engine import JudgeCall
+from ..prompts.base import PromptTemplate
+from ..prompts.context_precision import (
+    CONTEXT_PRECISION_WITH_ANSWER,
+    CONTEXT_PRECISION_WITH_REFERENCE,
+    ContextUsefulnessVerdicts,
+)
+from ..results import Failure, FailureKind, Score
+from ..sample import Sample
+from ._shared import has_inputs, misaligned, planned, versions
+from .base import Metric, MetricContext, PlannedCall, usage_of
+
+__all__ = ["ContextPrecision", "average_precision"]
+
+
+def average_precision(useful: list[bool]) -> float:
+    """Σ_k precision@k · v_k / Σ_k v_k over ranks k = 1..K; 0.0 when nothing is useful."""
+    hits = 0
+    total = 0.0
+    for k, v in enumerate(useful, start=1):
+        if v:
+            hits += 1
+            total += hits / k
+    return total / hits if hits else 0.0
+
+
+class ContextPrecision(Metric):
+    """Rank-aware precision of the retrieved contexts, usefulness judged by an LLM."""
+
+    requires = ("question", "contexts")
+    prompt_version = versions(CONTEXT_PRECISION_WITH_REFERENCE, CONTEXT_PRECISION_WITH_ANSWER)
+
+    def __init__(self, use_reference: bool | None = None) -> None:
+        self.use_reference = use_reference
+
+    def __repr__(self) -> str:
+        return f"ContextPrecision(use_reference={self.use_reference!r})"
+
+    def _target(self, sample: Sample) -> tuple[PromptTemplate, str, str] | None:
+        """(template, field name, text) of what usefulness is judged against, or None."""
+        with_ref = (CONTEXT_PRECISION_WITH_REFERENCE, "reference", sample.reference)
+        with_answer = (CONTEXT_PRECISION_WITH_ANSWER, "answer", sample.answer)
+        if self.use_reference is True:
+            options = [with_ref]
+        elif self.use_reference is False:
+            options = [with_answer]
+        else:
+            options = [with_ref, with_answer]
+        for template, name, text in options:
+            if text is not None and text.strip():
+                return template, name, text
+        return None
+
+    def missing_input(self, sample: Sample, ctx: MetricContext) -> Failure | None:
+        failure = super().missing_input(sample, ctx)
+        if failure is not None or self._target(sample) is not None:
+            return failure
+        wanted = {True: "'reference'", False: "'answer'", None: "'reference' or 'answer'"}
+        return Failure(
+            kind=FailureKind.MISSING_INPUT,
+            message=f"{self.name} needs the sample's {wanted[self.use_reference]}, which is empty",
+        )
+
+    def plan(self, sample: Sample) -> list[PlannedCall]:
+        target = self._target(sample)
+        if target is None or not has_inputs(sample, self.requires):
+            return []
+        template, name, text = target
+        values = {"question": sample.question, name: text}
+        return [planned(template, contexts=[c.text for c in sample.contexts], **values)]
+
+    async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
+        target = self._target(sample)
+        assert target is not None  # missing_input ran first
+        template, name, text = target
+        values: dict[str, Any] = {"question": sample.question, name: text}
+        call: JudgeCall[ContextUsefulnessVerdicts] = await ctx.ask(
+            template, contexts=[c.text for c in sample.contexts], **values
+        )
+        stamp: dict[str, Any] = {"usage": usage_of(call), "prompt_version": versions(template)}
+        if call.value is None:
+            assert call.failure is not None
+            return Score(failure=call.failure, **stamp)
+        verdicts = call.value.verdicts
+        n = len(sample.contexts)
+        if len(verdicts) != n:
+            return Score(failure=misaligned(template, n, len(verdicts), "context"), **stamp)
+        useful = [v.useful for v in verdicts]
+        value = average_precision(useful)
+        hits = 0
+        details: list[dict[str, Any]] = []
+        for k, (context, v) in enumerate(zip(sample.contexts, verdicts, strict=True), start=1):
+            hits += v.useful
+            details.append(
+                {
+                    "rank": k,
+                    "context_id": context.id,
+                    "useful": v.useful,
+                    "precision_at_k": hits / k,
+                    "reason": v.reason,
+                }
+            )
+        n_useful = sum(useful)
+        if n_useful:
+            reason = (
+                f"{n_useful} of {n} contexts useful for the {name}; "
+                f"rank-weighted precision {value:.2f}"
+            )
+        else:
+            reason = f"none of the {n} contexts is useful for the {name}"
+        return Score(
+            value=value,
+            reason=reason,
+            details={"judged_against": name, "contexts": details},
+            **stamp,
+        )

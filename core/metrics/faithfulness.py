@@ -1,0 +1,116 @@
+"""Faithfulness and Hallucination: are the answer's claims backed by the retrieved contexts?
+
+Both follow Es et al. 2023, "RAGAS: Automated Evaluation of Retrieval Augmented Generation",
+§3: split the answer into statements S, have a judge decide which are supported by the context
+(V), and score
+
+    faithfulness = |V| / |S|.
+
+Hallucination is the complement on the same verdicts — the share of claims contradicted by the
+contexts or unsupported by them, 1 − faithfulness — and exists as its own column because
+"lower is better" measures are what many teams gate on. Both read the same two shared judge
+calls (``answer.analyze``, ``faithfulness.verify``): running both costs 2 calls per sample, not 4,
+whatever the number of contexts.
+
+Edge policy, chosen so no case is silently scored:
+
+* empty answer → ``Failure(missing_input)`` before any call;
+* no claims extracted (the answer asserts nothing) → ``Failure(no_claims)``. RAGAS returns NaN
+  here and DeepEval's FaithfulnessMetric returns 1.0; a NaN poisons a mean and a 1.0 rewards an
+  answer that says nothing, so ragbridge reports a typed failure instead;
+* no contexts → faithfulness 0.0 (hallucination 1.0) with every claim unsupported, without a
+  verify call: nothing retrieved can back anything.
+"""
+
+from __future__ import annotations
+
+from ..prompts.faithfulness import ANSWER_ANALYZE, FAITHFULNESS_VERIFY
+from ..results import Score
+from ..sample import Sample
+from ._shared import (
+    ClaimCheck,
+    check_claims,
+    has_inputs,
+    plan_analyze,
+    plan_verify,
+    versions,
+)
+from .base import Metric, MetricContext, PlannedCall
+
+__all__ = ["Faithfulness", "Hallucination"]
+
+
+class _ClaimMetric(Metric):
+    requires = ("answer",)
+    prompt_version = versions(ANSWER_ANALYZE, FAITHFULNESS_VERIFY)
+
+    def plan(self, sample: Sample) -> list[PlannedCall]:
+        if not has_inputs(sample, self.requires):
+            return []
+        calls = [plan_analyze(sample)]
+        if sample.contexts:
+            calls.append(plan_verify(sample))
+        return calls
+
+    async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
+        check = await check_claims(sample, ctx)
+        if check.failure is not None:
+            return check.failed()
+        return self._from_verdicts(check)
+
+    def _from_verdicts(self, check: ClaimCheck) -> Score:
+        raise NotImplementedError
+
+
+def _details(check: ClaimCheck) -> dict[str, object]:
+    return {
+        "claims": check.details,
+        "supported": check.count("supported"),
+        "contradicted": check.count("contradicted"),
+        "unsupported": check.count("unsupported"),
+        "total": len(check.details),
+    }
+
+
+class Faithfulness(_ClaimMetric):
+    """Share of the answer's claims supported by the retrieved contexts (RAGAS faithfulness).
+
+    ``value = supported / total claims``. ``details["claims"]`` lists each claim with its
+    verdict, the 1-based number (and id) of the context cited, and the judge's reason.
+    """
+
+    def _from_verdicts(self, check: ClaimCheck) -> Score:
+        total = len(check.details)
+        supported = check.count("supported")
+        if not check.verified:
+            reason = f"no contexts were retrieved, so none of the {total} claims is supported"
+        else:
+            reason = (
+                f"{supported} of {total} claims supported by the contexts "
+                f"({check.count('contradicted')} contradicted, "
+                f"{check.count('unsupported')} unsupported)"
+            )
+        return Score(
+            value=supported / total, reason=reason, details=_details(check), usage=check.usage
+        )
+
+
+class Hallucination(_ClaimMetric):
+    """Share of the answer's claims the contexts contradict or do not support (lower is better).
+
+    ``value = (contradicted + unsupported) / total claims = 1 − faithfulness`` on the same
+    verdicts; free (0 extra calls) when Faithfulness runs on the same sample.
+    """
+
+    def _from_verdicts(self, check: ClaimCheck) -> Score:
+        total = len(check.details)
+        bad = check.count("contradicted", "unsupported")
+        if not check.verified:
+            reason = f"no contexts were retrieved, so all {total} claims are unsupported"
+        else:
+            reason = (
+                f"{bad} of {total} claims not backed by the contexts "
+                f"({check.count('contradicted')} contradicted, "
+                f"{check.count('unsupported')} unsupported)"
+            )
+        return Score(value=bad / total, reason=reason, details=_details(check), usage=check.usage)

@@ -1,0 +1,161 @@
+"""The judge budget: the four RAGAS-style metrics cost 4 calls per sample at any number of
+contexts; plus the metric registry (`ALL_LLM_METRICS`, `by_name`)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Hashable
+
+import pytest
+
+from ragbridge.core.engine import EmbeddingEngine, JudgeEngine
+from ragbridge.core.metrics import (
+    ALL_LLM_METRICS,
+    AnswerRelevance,
+    ContextPrecision,
+    ContextRecall,
+    Faithfulness,
+    Metric,
+    MetricContext,
+    by_name,
+)
+from ragbridge.core.results import Score
+from ragbridge.core.sample import Context, Sample
+from ragbridge.core.testing import CountingJudge, HashEmbedder
+
+FOUR = (Faithfulness, AnswerRelevance, ContextPrecision, ContextRecall)
+
+
+def sample_with(n_contexts: int) -> Sample:
+    return Sample(
+        id=f"budget-{n_contexts}",
+        question="How do solar panels generate electricity?",
+        answer="Solar panels convert sunlight into electricity using photovoltaic cells. "
+        "The cells are usually made of silicon.",
+        reference="Photovoltaic cells in solar panels turn sunlight into direct current. "
+        "Most cells are made of silicon.",
+        contexts=[
+            Context(text=f"Passage {i} about photovoltaic cells and silicon.", id=f"d{i}")
+            for i in range(1, n_contexts + 1)
+        ],
+    )
+
+
+def run_together(
+    metrics: list[Metric], sample: Sample, judge: CountingJudge
+) -> tuple[list[Score], HashEmbedder]:
+    embedder = HashEmbedder()
+    ctx = MetricContext(
+        judge=JudgeEngine(judge, max_retries=0, timeout=None),
+        embedder=EmbeddingEngine(embedder),
+    )
+
+    async def run() -> list[Score]:
+        return list(await asyncio.gather(*(m.score(sample, ctx) for m in metrics)))
+
+    return asyncio.run(run()), embedder
+
+
+@pytest.mark.parametrize("n_contexts", [3, 10])
+def test_four_metrics_cost_four_calls(n_contexts: int) -> None:
+    # verify's verdicts are declared aligned with the CLAIM blocks and precision's with the
+    # CONTEXT blocks, so CountingJudge's minimal replies line up whatever the claim count.
+    judge = CountingJudge()
+    scores, embedder = run_together([cls() for cls in FOUR], sample_with(n_contexts), judge)
+    assert judge.calls == 4
+    assert judge.by_task == {
+        "answer.analyze": 1,
+        "faithfulness.verify": 1,
+        "context_precision.with_reference": 1,
+        "context_recall.attribute": 1,
+    }
+    assert [s.status for s in scores] == ["scored"] * 4
+    assert sum(s.usage.calls for s in scores) == 4
+    assert embedder.calls == 1
+    # minimal replies: every claim "supported", no context useful, no statement attributed
+    faithfulness, _, precision, recall = scores
+    assert faithfulness.value == 1.0
+    assert precision.value == 0.0
+    assert recall.value == 0.0
+
+
+@pytest.mark.parametrize("n_contexts", [3, 10])
+def test_call_count_does_not_depend_on_the_number_of_claims(n_contexts: int) -> None:
+    for claims in (1, 7):
+        judge = CountingJudge(list_length=claims)
+        scores, _ = run_together([cls() for cls in FOUR], sample_with(n_contexts), judge)
+        assert judge.calls == 4
+        assert scores[0].details is not None
+        assert scores[0].details["total"] == claims
+
+
+@pytest.mark.parametrize("n_contexts", [3, 10])
+def test_plans_count_four_distinct_calls(n_contexts: int) -> None:
+    sample = sample_with(n_contexts)
+    shared: set[Hashable] = set()
+    calls = 0
+    for cls in FOUR:
+        for call in cls().plan(sample):
+            if call.share_key is not None:
+                if call.share_key in shared:
+                    continue
+                shared.add(call.share_key)
+            calls += 1
+            assert call.prompt_chars > 0
+            assert call.prompt_tokens >= 1
+    assert calls == 4
+
+
+def test_every_llm_metric_scores_through_the_counting_judge() -> None:
+    judge = CountingJudge(list_length=3)
+    metrics = [cls() for cls in ALL_LLM_METRICS]
+    scores, _ = run_together(metrics, sample_with(3), judge)
+    for metric, s in zip(metrics, scores, strict=True):
+        assert s.status == "scored", (metric.name, s.failure)
+        assert s.provider == "llm"
+        assert s.prompt_version
+        assert s.reason
+    # analyze + verify (shared by 4 metrics), precision, recall, classify, 4 graders
+    assert judge.calls == 9
+    assert sum(s.usage.calls for s in scores) == 9
+
+
+def test_all_llm_metrics_and_names() -> None:
+    names = [cls.name for cls in ALL_LLM_METRICS]
+    assert names == [
+        "faithfulness",
+        "hallucination",
+        "answer_relevance",
+        "context_precision",
+        "context_recall",
+        "answer_correctness",
+        "correctness",
+        "helpfulness",
+        "groundedness",
+        "document_relevance",
+    ]
+    assert all(cls.provider == "llm" for cls in ALL_LLM_METRICS)
+
+
+@pytest.mark.parametrize(
+    ("name", "cls"),
+    [
+        ("faithfulness", Faithfulness),
+        ("FAITHFULNESS", Faithfulness),
+        ("Context_Recall", ContextRecall),
+        ("context-precision", ContextPrecision),
+        ("AnswerRelevance", AnswerRelevance),
+        (" answer_relevance ", AnswerRelevance),
+    ],
+)
+def test_by_name(name: str, cls: type[Metric]) -> None:
+    metric = by_name(name)
+    assert type(metric) is cls
+
+
+def test_by_name_unknown_lists_names() -> None:
+    with pytest.raises(KeyError) as info:
+        by_name("bleu")
+    assert "'bleu'" in str(info.value)
+    assert "faithfulness" in str(info.value)
+    assert "document_relevance" in str(info.value)
