@@ -201,7 +201,7 @@ class JudgeEngine:
         template_id: str,
         template_version: str,
     ) -> JudgeCall[T]:
-        """One structured request: cache, then attempts with retries, then one repair re-ask."""
+        """One structured request: the cache, else attempts (see `_resolve`); never raises."""
         key = None
         if self.cache is not None:
             key = cache_key(
@@ -218,50 +218,92 @@ class JudgeEngine:
                 if value is not None:
                     self.stats.cached += 1
                     return JudgeCall(value, None, Usage(cached_calls=1), hit.text)
-        usage = Usage()
-        reply, failure, spent = await self._attempts(messages, schema)
-        usage += spent
-        if reply is None:
-            assert failure is not None
-            return JudgeCall(None, failure, usage)
-        value, problem = self._validated(reply, schema)
-        text = reply.text
-        if value is None and self.repair:
-            repair_messages = [
-                *messages,
-                {"role": "assistant", "content": reply.text},
-                {
-                    "role": "user",
-                    "content": "Your reply could not be used: "
-                    f"{problem}. {schema_instruction(schema)}",
-                },
-            ]
-            reply, failure, spent = await self._attempts(repair_messages, schema)
-            usage += spent
-            if reply is None:
-                assert failure is not None
-                return JudgeCall(None, failure, usage)
-            value, problem = self._validated(reply, schema)
-            text = reply.text
-        if value is None:
-            self.stats.failures += 1
-            snippet = text[:200] + ("…" if len(text) > 200 else "")
-            message = f"judge reply did not match the {schema.__name__} schema: {problem}"
-            return JudgeCall(
-                None,
-                Failure(kind=FailureKind.PARSE_ERROR, message=f"{message}; reply: {snippet}"),
-                usage,
-                text,
-            )
-        if self.cache is not None and key is not None:
-            stored = value.model_dump_json() if reply.parsed is not None else text
+        call = await self._resolve(messages, schema)
+        if call.value is not None and self.cache is not None and key is not None:
+            assert call.text is not None
             self.cache.put_reply(
                 key,
-                CachedReply(stored, usage.prompt_tokens, usage.completion_tokens),
+                CachedReply(call.text, call.usage.prompt_tokens, call.usage.completion_tokens),
                 model=self.model,
                 template_id=template_id,
             )
-        return JudgeCall(value, None, usage, text)
+        return call
+
+    async def _resolve(self, messages: Sequence[Message], schema: type[T]) -> JudgeCall[T]:
+        """Attempts until a valid reply or the retry budget is spent.
+
+        Transient errors and unusable replies draw on the same budget (``max_retries``): an
+        unusable reply first gets one repair re-ask quoting the problem (free of the budget),
+        and if the repair is unusable too, a fresh attempt spends a retry. Only transient errors
+        wait (backoff with jitter) before the next attempt.
+        """
+        usage = Usage()
+        retries_left = self.max_retries
+        waits = 0
+        conversation = list(messages)
+        repaired = False
+        while True:
+            try:
+                reply = await self._send(conversation, schema)
+            except TransientJudgeError as exc:
+                usage += Usage(calls=1)
+                if retries_left == 0:
+                    kind = (
+                        FailureKind.TIMEOUT
+                        if isinstance(exc, JudgeTimeout)
+                        else FailureKind.RATE_LIMITED
+                        if isinstance(exc, RateLimited)
+                        else FailureKind.JUDGE_ERROR
+                    )
+                    message = f"{exc} (gave up after {usage.calls} attempts)"
+                    return JudgeCall(None, self._failed(kind, message), usage)
+                retries_left -= 1
+                waits += 1
+                self.stats.retries += 1
+                await self.sleep(self._backoff(waits, exc))
+                continue
+            except PermanentJudgeError as exc:
+                usage += Usage(calls=1)
+                return JudgeCall(None, self._failed(FailureKind.JUDGE_ERROR, str(exc)), usage)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # an adapter bug must not kill the run
+                usage += Usage(calls=1)
+                message = f"{type(exc).__name__}: {exc}"
+                return JudgeCall(None, self._failed(FailureKind.JUDGE_ERROR, message), usage)
+            usage += Usage(
+                calls=1,
+                prompt_tokens=reply.usage.prompt_tokens,
+                completion_tokens=reply.usage.completion_tokens,
+            )
+            value, problem = self._validated(reply, schema)
+            if value is not None:
+                text = value.model_dump_json() if reply.parsed is not None else reply.text
+                return JudgeCall(value, None, usage, text)
+            if self.repair and not repaired:
+                conversation = [
+                    *messages,
+                    {"role": "assistant", "content": reply.text},
+                    {
+                        "role": "user",
+                        "content": "Your reply could not be used: "
+                        f"{problem}. {schema_instruction(schema)}",
+                    },
+                ]
+                repaired = True
+                continue
+            if retries_left == 0:
+                snippet = reply.text[:200] + ("…" if len(reply.text) > 200 else "")
+                message = (
+                    f"judge reply did not match the {schema.__name__} schema: {problem}; "
+                    f"reply: {snippet}"
+                )
+                failure = self._failed(FailureKind.PARSE_ERROR, message)
+                return JudgeCall(None, failure, usage, reply.text)
+            retries_left -= 1
+            self.stats.retries += 1
+            conversation = list(messages)
+            repaired = False
 
     def _validated(self, reply: JudgeReply, schema: type[T]) -> tuple[T | None, str | None]:
         if reply.parsed is not None:
@@ -273,58 +315,9 @@ class JudgeEngine:
                 return None, str(exc.errors(include_url=False)[:3])
         return _parse(reply.text, schema)
 
-    async def _attempts(
-        self, messages: Sequence[Message], schema: type[BaseModel]
-    ) -> tuple[JudgeReply | None, Failure | None, Usage]:
-        """Send one request, retrying transient errors within the budget."""
-        usage = Usage()
-        last: Exception | None = None
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                self.stats.retries += 1
-                await self.sleep(self._backoff(attempt, last))
-            try:
-                reply = await self._send(messages, schema)
-            except TransientJudgeError as exc:
-                usage += Usage(calls=1)
-                last = exc
-                continue
-            except PermanentJudgeError as exc:
-                self.stats.failures += 1
-                return (
-                    None,
-                    Failure(kind=FailureKind.JUDGE_ERROR, message=str(exc)),
-                    usage + Usage(calls=1),
-                )
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # an adapter bug must not kill the run
-                self.stats.failures += 1
-                message = f"{type(exc).__name__}: {exc}"
-                return (
-                    None,
-                    Failure(kind=FailureKind.JUDGE_ERROR, message=message),
-                    usage + Usage(calls=1),
-                )
-            usage += Usage(
-                calls=1,
-                prompt_tokens=reply.usage.prompt_tokens,
-                completion_tokens=reply.usage.completion_tokens,
-            )
-            return reply, None, usage
-        kind = (
-            FailureKind.TIMEOUT
-            if isinstance(last, JudgeTimeout)
-            else FailureKind.RATE_LIMITED
-            if isinstance(last, RateLimited)
-            else FailureKind.JUDGE_ERROR
-        )
-        attempts = self.max_retries + 1
-        return (
-            None,
-            Failure(kind=kind, message=f"{last} (gave up after {attempts} attempts)"),
-            usage,
-        )
+    def _failed(self, kind: FailureKind, message: str) -> Failure:
+        self.stats.failures += 1
+        return Failure(kind=kind, message=message)
 
     def _backoff(self, attempt: int, error: Exception | None) -> float:
         if isinstance(error, RateLimited) and error.retry_after is not None:

@@ -146,8 +146,9 @@ class CountingJudge:
         try:
             if self.delay:
                 await asyncio.sleep(self.delay)
-            last = messages[-1].get("content", "") if messages else ""
-            blocks = {(m["label"], m["n"]) for m in _BLOCK.finditer(last)}
+            # Count blocks over the whole conversation: a repair re-ask has none of its own.
+            asked = "\n".join(m.get("content", "") for m in messages if m.get("role") == "user")
+            blocks = {(m["label"], m["n"]) for m in _BLOCK.finditer(asked)}
             counts: dict[str, int] = {}
             for label, _ in blocks:
                 counts[label] = counts.get(label, 0) + 1

@@ -190,15 +190,43 @@ def test_invalid_reply_gets_one_repair_that_quotes_the_error() -> None:
 
 def test_still_invalid_after_repair_is_a_parse_error_with_the_reply() -> None:
     judge = ScriptedJudge({"*": "I refuse to answer in JSON."})
-    result = run(_ask(JudgeEngine(judge)))
+    engine = JudgeEngine(judge, max_retries=0)
+    result = run(_ask(engine))
     assert result.failure is not None
     assert result.failure.kind is FailureKind.PARSE_ERROR
     assert "no JSON object" in result.failure.message
     assert "I refuse" in result.failure.message
-    assert len(judge.calls) == 2
+    assert len(judge.calls) == 2  # the attempt and its one repair
+    assert engine.stats.failures == 1
     no_repair = ScriptedJudge({"*": "nope"})
-    assert run(_ask(JudgeEngine(no_repair, repair=False))).failure is not None
+    assert run(_ask(JudgeEngine(no_repair, repair=False, max_retries=0))).failure is not None
     assert len(no_repair.calls) == 1
+
+
+def test_unusable_replies_draw_on_the_retry_budget_after_the_repair() -> None:
+    # attempt, repair, then each retry is a fresh attempt plus its own repair
+    judge = ScriptedJudge({"*": "still not JSON"})
+    result = run(_ask(JudgeEngine(judge, max_retries=2, sleep=Sleeps())))
+    assert result.failure is not None
+    assert len(judge.calls) == 6
+    assert sum(1 for c in judge.calls if len(c.messages) == 2) == 3  # fresh attempts
+    # a truncated reply, then a broken repair, then a good fresh attempt: scored
+    judge = ScriptedJudge({"*": ['{"ok": tr', "still bad", GOOD]})
+    result = run(_ask(JudgeEngine(judge, max_retries=1, sleep=Sleeps())))
+    assert result.value == Verdict(**GOOD)
+    assert result.usage.calls == 3
+
+
+def test_failures_are_counted_once_each_whatever_their_kind() -> None:
+    script = [RateLimited(), "bad", "bad", PermanentJudgeError("x"), ServerError()]
+    engine = JudgeEngine(ScriptedJudge({"*": script}), max_retries=0, sleep=Sleeps())
+
+    async def four() -> list[str]:
+        results = [await _ask(engine, f"q{i}") for i in range(4)]
+        return [r.failure.kind.value for r in results if r.failure is not None]
+
+    assert run(four()) == ["rate_limited", "parse_error", "judge_error", "judge_error"]
+    assert engine.stats.failures == 4
 
 
 def test_natively_parsed_replies_are_used_and_none_counts_as_unparsed() -> None:
