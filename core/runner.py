@@ -28,7 +28,7 @@ from .metrics.base import Metric, MetricContext
 from .results import Evaluation, Score, Usage
 from .sample import Sample
 
-__all__ = ["Estimate", "aevaluate", "estimate", "evaluate", "resolve_metrics"]
+__all__ = ["Estimate", "aevaluate", "estimate", "evaluate", "resolve_metrics", "shared_tags"]
 
 Progress = Callable[[int, int | None], Any]
 """Called as ``progress(done, total)`` after each sample; ``total`` is None for a stream."""
@@ -52,6 +52,15 @@ def resolve_metrics(metrics: Iterable[Metric | str]) -> list[Metric]:
     if not out:
         raise ValueError("no metrics given")
     return out
+
+
+def shared_tags(metrics: Sequence[Metric]) -> frozenset[str]:
+    """The combined-task tags that at least two of ``metrics`` declare."""
+    counts: dict[str, int] = {}
+    for metric in metrics:
+        for tag in metric.share_tags():
+            counts[tag] = counts.get(tag, 0) + 1
+    return frozenset(tag for tag, n in counts.items() if n >= 2)
 
 
 def _by_name(name: str) -> Metric | None:
@@ -89,9 +98,10 @@ async def aevaluate(
     total = len(samples) if isinstance(samples, Sequence) else None
     limit = window or max(16, 4 * max_concurrency)
     evaluation = Evaluation(metadata=_metadata(resolved, engine, embed_engine, max_concurrency))
+    tags = shared_tags(resolved)
 
     async def one(sample: Sample) -> tuple[Sample, list[Score]]:
-        ctx = MetricContext(judge=engine, embedder=embed_engine)
+        ctx = MetricContext(judge=engine, embedder=embed_engine, shared_tags=tags)
         return sample, list(await asyncio.gather(*(m.score(sample, ctx) for m in resolved)))
 
     done = 0
@@ -263,12 +273,13 @@ def estimate(samples: Iterable[Sample], metrics: Iterable[Metric | str]) -> Esti
     are made once. Cache hits are not predicted: this is the cost of a cold run.
     """
     resolved = resolve_metrics(metrics)
+    tags = shared_tags(resolved)
     out = Estimate()
     for sample in samples:
         out.samples += 1
         shared: set[Any] = set()
         for metric in resolved:
-            for call in metric.plan(sample):
+            for call in metric.plan(sample, tags):
                 if call.share_key is not None:
                     if call.share_key in shared:
                         continue

@@ -41,7 +41,7 @@ class Judged(Metric):
         assert call.value is not None
         return Score(value=1.0 if call.value.ok else 0.0, reason="judged", usage=call.usage)
 
-    def plan(self, sample: Sample) -> list[PlannedCall]:
+    def plan(self, sample: Sample, shared_tags: frozenset[str] = frozenset()) -> list[PlannedCall]:
         text = "".join(m["content"] for m in TEMPLATE.render(answer=sample.answer or ""))
         return [PlannedCall(TEMPLATE.id, len(text))]
 

@@ -159,3 +159,72 @@ def test_by_name_unknown_lists_names() -> None:
     assert "'bleu'" in str(info.value)
     assert "faithfulness" in str(info.value)
     assert "document_relevance" in str(info.value)
+
+
+@pytest.mark.parametrize("n_contexts", [3, 10])
+def test_a_run_with_both_context_metrics_assesses_contexts_once(n_contexts: int) -> None:
+    from ragbridge.core import estimate, evaluate
+
+    judge = CountingJudge()
+    sample = sample_with(n_contexts)
+    metrics = [cls() for cls in FOUR]
+    result = evaluate([sample], metrics, judge=judge, embedder=HashEmbedder())
+    assert judge.calls == 3
+    assert judge.by_task == {
+        "answer.analyze": 1,
+        "faithfulness.verify": 1,
+        "context.assess": 1,
+    }
+    cells = {c.metric: c.score for c in result}
+    assert all(s.status == "scored" for s in cells.values())
+    assert cells["context_precision"].prompt_version == "context.assess@1"
+    assert cells["context_recall"].prompt_version == "context.assess@1"
+    # the shared call is charged once
+    assert cells["context_precision"].usage.calls + cells["context_recall"].usage.calls == 1
+    assert result.usage().calls == 3
+    assert estimate([sample], metrics).calls == 3
+
+
+def test_context_metrics_alone_or_answer_based_keep_their_own_templates() -> None:
+    from ragbridge.core import evaluate
+
+    sample = sample_with(3)
+    judge = CountingJudge()
+    evaluate([sample], [ContextRecall()], judge=judge)
+    assert judge.by_task == {"context_recall.attribute": 1}
+    judge = CountingJudge()
+    evaluate([sample], [ContextPrecision(use_reference=False), ContextRecall()], judge=judge)
+    assert judge.by_task == {"context_precision.with_answer": 1, "context_recall.attribute": 1}
+
+
+def test_combined_assessment_values_match_the_separate_templates() -> None:
+    from ragbridge.core import evaluate
+    from ragbridge.core.testing import ScriptedJudge
+
+    sample = sample_with(3)
+    verdicts = [{"reason": "r", "useful": u} for u in (True, False, True)]
+    statements = [
+        {"statement": "PV cells make DC.", "reason": "r", "attributed": True, "context": 1},
+        {"statement": "Cells are silicon.", "reason": "r", "attributed": False, "context": None},
+    ]
+    separate = ScriptedJudge(
+        {
+            "context_precision.with_reference": {"verdicts": verdicts},
+            "context_recall.attribute": {"statements": statements},
+        }
+    )
+    combined = ScriptedJudge({"context.assess": {"contexts": verdicts, "statements": statements}})
+    one = evaluate([sample], [ContextPrecision(), ContextRecall()], judge=combined)
+    # separate templates, as a run of either metric alone would use
+    two_p = evaluate([sample], [ContextPrecision()], judge=separate)
+    two_r = evaluate([sample], [ContextRecall()], judge=separate)
+    assert one.get(sample.id, "context_precision").value == pytest.approx((1 + 2 / 3) / 2)  # type: ignore[union-attr]
+    assert (
+        one.get(sample.id, "context_precision").value
+        == two_p.get(sample.id, "context_precision").value
+    )  # type: ignore[union-attr]
+    assert one.get(sample.id, "context_recall").value == 0.5  # type: ignore[union-attr]
+    assert (
+        one.get(sample.id, "context_recall").value == two_r.get(sample.id, "context_recall").value
+    )  # type: ignore[union-attr]
+    assert len(combined.calls) == 1

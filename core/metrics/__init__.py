@@ -8,8 +8,8 @@ metric                 judge tasks (template ids)                               
 `Faithfulness`         answer.analyze*, faithfulness.verify*                           2
 `Hallucination`        answer.analyze*, faithfulness.verify*                           2
 `AnswerRelevance`      answer.analyze* (+ one embedding batch)                         1
-`ContextPrecision`     context_precision.with_reference | .with_answer                 1
-`ContextRecall`        context_recall.attribute                                        1
+`ContextPrecision`     context_precision.with_reference | .with_answer | context.assess+ 1
+`ContextRecall`        context_recall.attribute | context.assess+                      1
 `AnswerCorrectness`    answer.analyze*, answer_correctness.classify                    2
 `Correctness`          grader.correctness                                              1
 `Helpfulness`          grader.helpfulness                                              1
@@ -17,8 +17,10 @@ metric                 judge tasks (template ids)                               
 `DocumentRelevance`    grader.document_relevance                                       1
 =====================  ==============================================================  =====
 
-``*`` calls are shared between the metrics of one sample, so Faithfulness + AnswerRelevance +
-ContextPrecision + ContextRecall cost 4 calls per sample together, at any number of contexts.
+``*`` calls are shared between the metrics of one sample. ``+``: when a run has both context
+metrics (and precision is judged against the reference), one ``context.assess`` call serves
+both. So Faithfulness + AnswerRelevance + ContextPrecision + ContextRecall cost 3 calls per
+sample together in one run (4 when scored separately), at any number of contexts.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from typing import Any
 from ..engine import JudgeCall
 from ..judge import Message
 from ..prompts.base import PromptTemplate
+from ..prompts.context_assess import CONTEXT_ASSESS, ContextAssessment
 from ..prompts.faithfulness import (
     ANSWER_ANALYZE,
     FAITHFULNESS_VERIFY,
@@ -29,14 +30,17 @@ from ..sample import Sample
 from .base import MetricContext, PlannedCall, usage_of
 
 __all__ = [
+    "ASSESS_TAG",
     "ClaimCheck",
     "analyze_answer",
+    "assess_contexts",
     "check_claims",
     "cited_context",
     "cosine",
     "estimated_claims",
     "has_inputs",
     "misaligned",
+    "plan_assess",
     "planned",
     "prompt_chars",
     "versions",
@@ -113,6 +117,43 @@ async def analyze_answer(
     return await ctx.shared(
         analyze_key(sample),
         lambda: ctx.ask(ANSWER_ANALYZE, question=sample.question, answer=sample.answer or ""),
+    )
+
+
+ASSESS_TAG = "context.assess"
+
+
+def assess_key(sample: Sample) -> tuple[str, str, str, tuple[str, ...]]:
+    return (
+        ASSESS_TAG,
+        sample.question,
+        sample.reference or "",
+        tuple(c.text for c in sample.contexts),
+    )
+
+
+def plan_assess(sample: Sample) -> PlannedCall:
+    return planned(
+        CONTEXT_ASSESS,
+        assess_key(sample),
+        question=sample.question,
+        reference=sample.reference or "",
+        contexts=[c.text for c in sample.contexts],
+    )
+
+
+async def assess_contexts(
+    sample: Sample, ctx: MetricContext
+) -> tuple[JudgeCall[ContextAssessment], bool]:
+    """The shared ``context.assess`` call (precision + recall in one), and whether we own it."""
+    return await ctx.shared(
+        assess_key(sample),
+        lambda: ctx.ask(
+            CONTEXT_ASSESS,
+            question=sample.question,
+            reference=sample.reference or "",
+            contexts=[c.text for c in sample.contexts],
+        ),
     )
 
 

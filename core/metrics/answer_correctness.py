@@ -63,7 +63,7 @@ class AnswerCorrectness(Metric):
     def __repr__(self) -> str:
         return f"AnswerCorrectness(similarity_weight={self.similarity_weight!r})"
 
-    def plan(self, sample: Sample) -> list[PlannedCall]:
+    def plan(self, sample: Sample, shared_tags: frozenset[str] = frozenset()) -> list[PlannedCall]:
         if not has_inputs(sample, self.requires):
             return []
         classify = planned(

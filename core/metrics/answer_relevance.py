@@ -34,7 +34,7 @@ class AnswerRelevance(Metric):
     needs_embedder = True
     prompt_version = versions(ANSWER_ANALYZE)
 
-    def plan(self, sample: Sample) -> list[PlannedCall]:
+    def plan(self, sample: Sample, shared_tags: frozenset[str] = frozenset()) -> list[PlannedCall]:
         return [plan_analyze(sample)] if has_inputs(sample, self.requires) else []
 
     async def _score(self, sample: Sample, ctx: MetricContext) -> Score:

@@ -61,6 +61,8 @@ class MetricContext:
 
     judge: JudgeEngine | None = None
     embedder: EmbeddingEngine | None = None
+    shared_tags: frozenset[str] = frozenset()
+    """Share tags declared by two or more metrics of this run (see `Metric.share_tags`)."""
     _memo: dict[Hashable, asyncio.Task[Any]] = field(default_factory=dict, repr=False)
 
     async def shared(self, key: Hashable, compute: Callable[[], Awaitable[R]]) -> tuple[R, bool]:
@@ -140,9 +142,18 @@ class Metric:
             )
         return None
 
-    def plan(self, sample: Sample) -> list[PlannedCall]:
+    def plan(self, sample: Sample, shared_tags: frozenset[str] = frozenset()) -> list[PlannedCall]:
         """The judge calls `score` would make for ``sample`` (for the dry-run estimate)."""
         return []
+
+    def share_tags(self) -> frozenset[str]:
+        """Tags of combined judge tasks this metric can take part in.
+
+        When two metrics of one run declare the same tag (ContextPrecision and ContextRecall
+        both declare ``context.assess``), the runner tells them through
+        `MetricContext.shared_tags`, and they answer from one combined call instead of two.
+        """
+        return frozenset()
 
     def _stamp(self, score: Score, ctx: MetricContext, started: float) -> Score:
         update: dict[str, Any] = {"provider": self.provider}

@@ -15,7 +15,9 @@ Usefulness is judged against the reference when the sample has one (the RAGAS de
 otherwise against the pipeline's answer (RAGAS's "without reference" variant): two templates,
 ``context_precision.with_reference`` and ``context_precision.with_answer``. ``use_reference=True``
 insists on the reference (a sample without one is ``missing_input``); ``False`` always uses the
-answer. All contexts are judged in one call, so the cost is one call at any k.
+answer. All contexts are judged in one call, so the cost is one call at any k; when the run
+also has ContextRecall and usefulness is judged against the reference, both metrics answer from
+one shared ``context.assess`` call.
 """
 
 from __future__ import annotations
@@ -24,14 +26,24 @@ from typing import Any
 
 from ..engine import JudgeCall
 from ..prompts.base import PromptTemplate
+from ..prompts.context_assess import CONTEXT_ASSESS
 from ..prompts.context_precision import (
     CONTEXT_PRECISION_WITH_ANSWER,
     CONTEXT_PRECISION_WITH_REFERENCE,
+    ContextUsefulness,
     ContextUsefulnessVerdicts,
 )
 from ..results import Failure, FailureKind, Score
 from ..sample import Sample
-from ._shared import has_inputs, misaligned, planned, versions
+from ._shared import (
+    ASSESS_TAG,
+    assess_contexts,
+    has_inputs,
+    misaligned,
+    plan_assess,
+    planned,
+    versions,
+)
 from .base import Metric, MetricContext, PlannedCall, usage_of
 
 __all__ = ["ContextPrecision", "average_precision"]
@@ -60,6 +72,9 @@ class ContextPrecision(Metric):
     def __repr__(self) -> str:
         return f"ContextPrecision(use_reference={self.use_reference!r})"
 
+    def share_tags(self) -> frozenset[str]:
+        return frozenset() if self.use_reference is False else frozenset({ASSESS_TAG})
+
     def _target(self, sample: Sample) -> tuple[PromptTemplate, str, str] | None:
         """(template, field name, text) of what usefulness is judged against, or None."""
         with_ref = (CONTEXT_PRECISION_WITH_REFERENCE, "reference", sample.reference)
@@ -85,11 +100,13 @@ class ContextPrecision(Metric):
             message=f"{self.name} needs the sample's {wanted[self.use_reference]}, which is empty",
         )
 
-    def plan(self, sample: Sample) -> list[PlannedCall]:
+    def plan(self, sample: Sample, shared_tags: frozenset[str] = frozenset()) -> list[PlannedCall]:
         target = self._target(sample)
         if target is None or not has_inputs(sample, self.requires):
             return []
         template, name, text = target
+        if name == "reference" and ASSESS_TAG in shared_tags:
+            return [plan_assess(sample)]
         values = {"question": sample.question, name: text}
         return [planned(template, contexts=[c.text for c in sample.contexts], **values)]
 
@@ -97,15 +114,28 @@ class ContextPrecision(Metric):
         target = self._target(sample)
         assert target is not None  # missing_input ran first
         template, name, text = target
-        values: dict[str, Any] = {"question": sample.question, name: text}
-        call: JudgeCall[ContextUsefulnessVerdicts] = await ctx.ask(
-            template, contexts=[c.text for c in sample.contexts], **values
-        )
-        stamp: dict[str, Any] = {"usage": usage_of(call), "prompt_version": versions(template)}
-        if call.value is None:
-            assert call.failure is not None
-            return Score(failure=call.failure, **stamp)
-        verdicts = call.value.verdicts
+        verdicts: list[ContextUsefulness]
+        if name == "reference" and ASSESS_TAG in ctx.shared_tags:
+            assessed, owner = await assess_contexts(sample, ctx)
+            template = CONTEXT_ASSESS
+            stamp: dict[str, Any] = {
+                "usage": usage_of(assessed, owned=(owner,)),
+                "prompt_version": versions(template),
+            }
+            if assessed.value is None:
+                assert assessed.failure is not None
+                return Score(failure=assessed.failure, **stamp)
+            verdicts = assessed.value.contexts
+        else:
+            values: dict[str, Any] = {"question": sample.question, name: text}
+            call: JudgeCall[ContextUsefulnessVerdicts] = await ctx.ask(
+                template, contexts=[c.text for c in sample.contexts], **values
+            )
+            stamp = {"usage": usage_of(call), "prompt_version": versions(template)}
+            if call.value is None:
+                assert call.failure is not None
+                return Score(failure=call.failure, **stamp)
+            verdicts = call.value.verdicts
         n = len(sample.contexts)
         if len(verdicts) != n:
             return Score(failure=misaligned(template, n, len(verdicts), "context"), **stamp)

@@ -7,7 +7,8 @@ retrieved contexts contain,
     context_recall = attributed statements / total statements.
 
 Splitting and attribution happen in one ``context_recall.attribute`` call, whatever the number of
-contexts. Edge policy: a missing reference is ``missing_input``; no contexts scores 0.0 without a
+contexts (and shared with ContextPrecision through ``context.assess`` when a run has both).
+Edge policy: a missing reference is ``missing_input``; no contexts scores 0.0 without a
 call (nothing retrieved can contain anything); a reference the judge splits into zero statements
 is ``Failure(no_claims)`` — there is nothing to recall, and 0 or 1 would both be invented.
 """
@@ -17,10 +18,24 @@ from __future__ import annotations
 from typing import Any
 
 from ..engine import JudgeCall
-from ..prompts.context_recall import CONTEXT_RECALL_ATTRIBUTE, StatementAttributions
+from ..prompts.context_assess import CONTEXT_ASSESS
+from ..prompts.context_recall import (
+    CONTEXT_RECALL_ATTRIBUTE,
+    StatementAttribution,
+    StatementAttributions,
+)
 from ..results import FailureKind, Score
 from ..sample import Sample
-from ._shared import cited_context, context_id, has_inputs, planned, versions
+from ._shared import (
+    ASSESS_TAG,
+    assess_contexts,
+    cited_context,
+    context_id,
+    has_inputs,
+    plan_assess,
+    planned,
+    versions,
+)
 from .base import Metric, MetricContext, PlannedCall, usage_of
 
 __all__ = ["ContextRecall"]
@@ -32,9 +47,14 @@ class ContextRecall(Metric):
     requires = ("question", "reference")
     prompt_version = versions(CONTEXT_RECALL_ATTRIBUTE)
 
-    def plan(self, sample: Sample) -> list[PlannedCall]:
+    def share_tags(self) -> frozenset[str]:
+        return frozenset({ASSESS_TAG})
+
+    def plan(self, sample: Sample, shared_tags: frozenset[str] = frozenset()) -> list[PlannedCall]:
         if not has_inputs(sample, self.requires) or not sample.contexts:
             return []
+        if ASSESS_TAG in shared_tags:
+            return [plan_assess(sample)]
         return [
             planned(
                 CONTEXT_RECALL_ATTRIBUTE,
@@ -52,28 +72,43 @@ class ContextRecall(Metric):
                 details={"statements": []},
             )
         texts = [c.text for c in sample.contexts]
-        call: JudgeCall[StatementAttributions] = await ctx.ask(
-            CONTEXT_RECALL_ATTRIBUTE,
-            question=sample.question,
-            reference=sample.reference or "",
-            contexts=texts,
-        )
-        usage = usage_of(call)
-        if call.value is None:
-            assert call.failure is not None
-            return Score(failure=call.failure, usage=usage)
-        statements = [s for s in call.value.statements if s.statement.strip()]
+        template = CONTEXT_RECALL_ATTRIBUTE
+        found: list[StatementAttribution]
+        if ASSESS_TAG in ctx.shared_tags:
+            template = CONTEXT_ASSESS
+            assessed, owner = await assess_contexts(sample, ctx)
+            usage = usage_of(assessed, owned=(owner,))
+            if assessed.value is None:
+                assert assessed.failure is not None
+                return Score(
+                    failure=assessed.failure, usage=usage, prompt_version=versions(template)
+                )
+            found = assessed.value.statements
+        else:
+            call: JudgeCall[StatementAttributions] = await ctx.ask(
+                template,
+                question=sample.question,
+                reference=sample.reference or "",
+                contexts=texts,
+            )
+            usage = usage_of(call)
+            if call.value is None:
+                assert call.failure is not None
+                return Score(failure=call.failure, usage=usage)
+            found = call.value.statements
+        statements = [s for s in found if s.statement.strip()]
         if not statements:
             return Score.fail(
                 FailureKind.NO_CLAIMS,
-                f"{CONTEXT_RECALL_ATTRIBUTE.id}: the reference was split into no statements",
+                f"{template.id}: the reference was split into no statements",
                 usage=usage,
+                prompt_version=versions(template),
             )
         details: list[dict[str, Any]] = []
         for i, s in enumerate(statements, start=1):
-            bad = cited_context(CONTEXT_RECALL_ATTRIBUTE, s.context, len(texts), f"statement {i}")
+            bad = cited_context(template, s.context, len(texts), f"statement {i}")
             if bad is not None:
-                return Score(failure=bad, usage=usage)
+                return Score(failure=bad, usage=usage, prompt_version=versions(template))
             details.append(
                 {
                     "statement": s.statement,
@@ -90,4 +125,5 @@ class ContextRecall(Metric):
             reason=f"{attributed} of {total} reference statements found in the contexts",
             details={"statements": details, "attributed": attributed, "total": total},
             usage=usage,
+            prompt_version=versions(template),
         )

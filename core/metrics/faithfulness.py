@@ -44,7 +44,7 @@ class _ClaimMetric(Metric):
     requires = ("answer",)
     prompt_version = versions(ANSWER_ANALYZE, FAITHFULNESS_VERIFY)
 
-    def plan(self, sample: Sample) -> list[PlannedCall]:
+    def plan(self, sample: Sample, shared_tags: frozenset[str] = frozenset()) -> list[PlannedCall]:
         if not has_inputs(sample, self.requires):
             return []
         calls = [plan_analyze(sample)]

@@ -49,7 +49,7 @@ class _Grader(Metric):
                 values[name] = getattr(sample, name) or ""
         return values
 
-    def plan(self, sample: Sample) -> list[PlannedCall]:
+    def plan(self, sample: Sample, shared_tags: frozenset[str] = frozenset()) -> list[PlannedCall]:
         if not has_inputs(sample, self.requires):
             return []
         if "contexts" in self.template.variables and not sample.contexts:

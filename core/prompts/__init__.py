@@ -28,6 +28,7 @@ _MODULES: tuple[str, ...] = (
     "context_recall",
     "answer_correctness",
     "graders",
+    "context_assess",
 )
 
 _REGISTRY: dict[str, PromptTemplate] = {}
