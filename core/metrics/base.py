@@ -24,6 +24,7 @@ from typing import Any, ClassVar, TypeVar
 from pydantic import BaseModel
 
 from ..engine import EmbeddingEngine, JudgeCall, JudgeEngine
+from ..judge import EntailmentModel
 from ..prompts import PromptTemplate
 from ..results import Failure, FailureKind, Score, Usage
 from ..sample import Sample
@@ -61,6 +62,7 @@ class MetricContext:
 
     judge: JudgeEngine | None = None
     embedder: EmbeddingEngine | None = None
+    nli: EntailmentModel | None = None
     shared_tags: frozenset[str] = frozenset()
     """Share tags declared by two or more metrics of this run (see `Metric.share_tags`)."""
     _memo: dict[Hashable, asyncio.Task[Any]] = field(default_factory=dict, repr=False)
@@ -95,8 +97,9 @@ class Metric:
 
     name: str = ""
     requires: ClassVar[tuple[str, ...]] = ()
-    needs_judge: ClassVar[bool] = True
-    needs_embedder: ClassVar[bool] = False
+    needs_judge: bool = True
+    needs_embedder: bool = False
+    needs_nli: bool = False
     provider: str = "llm"
     prompt_version: ClassVar[str | None] = None
 
@@ -139,6 +142,11 @@ class Metric:
             return Failure(
                 kind=FailureKind.MISSING_INPUT,
                 message=f"{self.name} needs an embedder (embedder=...)",
+            )
+        if self.needs_nli and ctx.nli is None:
+            return Failure(
+                kind=FailureKind.MISSING_INPUT,
+                message=f"{self.name} (provider {self.provider!r}) needs an NLI model (nli=...)",
             )
         return None
 
