@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from .cache import Cache, CachedReply, cache_key
@@ -387,4 +388,6 @@ class EmbeddingEngine:
         async with sem:
             call = self.embedder.embed(batch)
             result = await (call if self.timeout is None else asyncio.wait_for(call, self.timeout))
-            return [list(map(float, v)) for v in result]
+            # Rounded to float32 (what models compute, and what the cache stores), so a cold run
+            # and a cached rerun give bit-identical scores.
+            return [np.asarray(v, dtype=np.float32).astype(np.float64).tolist() for v in result]

@@ -21,6 +21,7 @@ from __future__ import annotations
 from ..prompts.faithfulness import ANSWER_ANALYZE
 from ..results import FailureKind, Score
 from ..sample import Sample
+from . import offline
 from ._shared import analyze_answer, cosine, has_inputs, plan_analyze, versions
 from .base import Metric, MetricContext, PlannedCall, usage_of
 
@@ -33,11 +34,23 @@ class AnswerRelevance(Metric):
     requires = ("question", "answer")
     needs_embedder = True
     prompt_version = versions(ANSWER_ANALYZE)
+    providers = ("llm", "offline")
+
+    def __init__(self, provider: str = "llm") -> None:
+        """``provider="offline"``: cosine(question, answer), noncommittal answers scoring 0."""
+        self._use_provider(provider)
+
+    def __repr__(self) -> str:
+        return f"AnswerRelevance(provider={self.provider!r})"
 
     def plan(self, sample: Sample, shared_tags: frozenset[str] = frozenset()) -> list[PlannedCall]:
+        if self.provider != "llm":
+            return []
         return [plan_analyze(sample)] if has_inputs(sample, self.requires) else []
 
     async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
+        if self.provider == "offline":
+            return await offline.answer_relevance(sample, ctx)
         call, owned = await analyze_answer(sample, ctx)
         usage = usage_of(call, owned=(owned,))
         if call.value is None:

@@ -108,6 +108,20 @@ class Metric:
         if "name" not in cls.__dict__:
             cls.name = snake_case(cls.__name__)
 
+    providers: ClassVar[tuple[str, ...]] = ("llm",)
+    """The providers this measure has; the first is the default."""
+
+    def _use_provider(self, provider: str) -> None:
+        """Select a provider and what it needs: a judge (llm), an embedder (offline), NLI (nli)."""
+        if provider not in self.providers:
+            known = ", ".join(repr(p) for p in self.providers)
+            raise ValueError(f"{type(self).__name__} has no provider {provider!r}; use {known}")
+        self.provider = provider
+        if provider != "llm":
+            self.needs_judge = False
+            self.needs_embedder = provider == "offline"
+            self.needs_nli = provider == "nli"
+
     async def score(self, sample: Sample, ctx: MetricContext) -> Score:
         started = time.perf_counter()
         missing = self.missing_input(sample, ctx)
@@ -167,9 +181,15 @@ class Metric:
         update: dict[str, Any] = {"provider": self.provider}
         if score.latency_s is None:
             update["latency_s"] = time.perf_counter() - started
-        if self.needs_judge and ctx.judge is not None and score.judge_model is None:
-            update["judge_model"] = ctx.judge.model
-        if self.prompt_version is not None and score.prompt_version is None:
+        if score.judge_model is None:
+            # the model that judged: the LLM, or the embedder / NLI model of offline providers
+            if self.needs_judge and ctx.judge is not None:
+                update["judge_model"] = ctx.judge.model
+            elif self.needs_nli and ctx.nli is not None:
+                update["judge_model"] = ctx.nli.model
+            elif self.needs_embedder and not self.needs_judge and ctx.embedder is not None:
+                update["judge_model"] = ctx.embedder.model
+        if self.needs_judge and self.prompt_version is not None and score.prompt_version is None:
             update["prompt_version"] = self.prompt_version
         return score.model_copy(update=update)
 

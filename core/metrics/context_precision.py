@@ -35,6 +35,7 @@ from ..prompts.context_precision import (
 )
 from ..results import Failure, FailureKind, Score
 from ..sample import Sample
+from . import offline
 from ._shared import (
     ASSESS_TAG,
     assess_contexts,
@@ -66,14 +67,28 @@ class ContextPrecision(Metric):
     requires = ("question", "contexts")
     prompt_version = versions(CONTEXT_PRECISION_WITH_REFERENCE, CONTEXT_PRECISION_WITH_ANSWER)
 
-    def __init__(self, use_reference: bool | None = None) -> None:
+    providers = ("llm", "offline")
+
+    def __init__(
+        self,
+        use_reference: bool | None = None,
+        provider: str = "llm",
+        *,
+        relevance: float = offline.DEFAULT_RELEVANCE,
+    ) -> None:
+        """``provider="offline"``: question-context cosine per context (useful when it reaches
+        ``relevance``), then the same rank-aware AP; no reference or answer is needed."""
+        self._use_provider(provider)
+        self.settings = offline.OfflineSettings(relevance=relevance)
         self.use_reference = use_reference
 
     def __repr__(self) -> str:
-        return f"ContextPrecision(use_reference={self.use_reference!r})"
+        return f"ContextPrecision(use_reference={self.use_reference!r}, provider={self.provider!r})"
 
     def share_tags(self) -> frozenset[str]:
-        return frozenset() if self.use_reference is False else frozenset({ASSESS_TAG})
+        if self.use_reference is False or self.provider != "llm":
+            return frozenset()
+        return frozenset({ASSESS_TAG})
 
     def _target(self, sample: Sample) -> tuple[PromptTemplate, str, str] | None:
         """(template, field name, text) of what usefulness is judged against, or None."""
@@ -92,7 +107,7 @@ class ContextPrecision(Metric):
 
     def missing_input(self, sample: Sample, ctx: MetricContext) -> Failure | None:
         failure = super().missing_input(sample, ctx)
-        if failure is not None or self._target(sample) is not None:
+        if failure is not None or self.provider == "offline" or self._target(sample) is not None:
             return failure
         wanted = {True: "'reference'", False: "'answer'", None: "'reference' or 'answer'"}
         return Failure(
@@ -102,7 +117,7 @@ class ContextPrecision(Metric):
 
     def plan(self, sample: Sample, shared_tags: frozenset[str] = frozenset()) -> list[PlannedCall]:
         target = self._target(sample)
-        if target is None or not has_inputs(sample, self.requires):
+        if self.provider != "llm" or target is None or not has_inputs(sample, self.requires):
             return []
         template, name, text = target
         if name == "reference" and ASSESS_TAG in shared_tags:
@@ -111,6 +126,8 @@ class ContextPrecision(Metric):
         return [planned(template, contexts=[c.text for c in sample.contexts], **values)]
 
     async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
+        if self.provider == "offline":
+            return await offline.context_precision(sample, ctx, self.settings)
         target = self._target(sample)
         assert target is not None  # missing_input ran first
         template, name, text = target

@@ -26,6 +26,7 @@ from ..prompts.context_recall import (
 )
 from ..results import FailureKind, Score
 from ..sample import Sample
+from . import offline
 from ._shared import (
     ASSESS_TAG,
     assess_contexts,
@@ -47,11 +48,23 @@ class ContextRecall(Metric):
     requires = ("question", "reference")
     prompt_version = versions(CONTEXT_RECALL_ATTRIBUTE)
 
+    providers = ("llm", "offline")
+
+    def __init__(
+        self, provider: str = "llm", *, similarity: float = offline.DEFAULT_SIMILARITY
+    ) -> None:
+        """``provider="offline"``: reference sentences attributed by the offline matcher."""
+        self._use_provider(provider)
+        self.settings = offline.OfflineSettings(similarity=similarity)
+
+    def __repr__(self) -> str:
+        return f"ContextRecall(provider={self.provider!r})"
+
     def share_tags(self) -> frozenset[str]:
-        return frozenset({ASSESS_TAG})
+        return frozenset({ASSESS_TAG}) if self.provider == "llm" else frozenset()
 
     def plan(self, sample: Sample, shared_tags: frozenset[str] = frozenset()) -> list[PlannedCall]:
-        if not has_inputs(sample, self.requires) or not sample.contexts:
+        if self.provider != "llm" or not has_inputs(sample, self.requires) or not sample.contexts:
             return []
         if ASSESS_TAG in shared_tags:
             return [plan_assess(sample)]
@@ -65,6 +78,8 @@ class ContextRecall(Metric):
         ]
 
     async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
+        if self.provider == "offline" and sample.contexts:
+            return await offline.context_recall(sample, ctx, self.settings)
         if not sample.contexts:
             return Score(
                 value=0.0,

@@ -27,6 +27,7 @@ from __future__ import annotations
 from ..prompts.faithfulness import ANSWER_ANALYZE, FAITHFULNESS_VERIFY
 from ..results import Score
 from ..sample import Sample
+from . import offline
 from ._shared import (
     ClaimCheck,
     check_claims,
@@ -36,16 +37,39 @@ from ._shared import (
     versions,
 )
 from .base import Metric, MetricContext, PlannedCall
+from .nli import DEFAULT_ENTAILMENT, nli_faithfulness, nli_hallucination
 
 __all__ = ["Faithfulness", "Hallucination"]
 
 
 class _ClaimMetric(Metric):
+    """Shared by Faithfulness and Hallucination: one claim analysis, three providers.
+
+    ``provider="llm"`` (default) uses the judge; ``"offline"`` the sentence-embedding matcher of
+    `ragbridge.core.metrics.offline` (``similarity`` threshold); ``"nli"`` an entailment model
+    (``entailment`` threshold; see `ragbridge.core.metrics.nli`).
+    """
+
     requires = ("answer",)
     prompt_version = versions(ANSWER_ANALYZE, FAITHFULNESS_VERIFY)
+    providers = ("llm", "offline", "nli")
+
+    def __init__(
+        self,
+        provider: str = "llm",
+        *,
+        similarity: float = offline.DEFAULT_SIMILARITY,
+        entailment: float = DEFAULT_ENTAILMENT,
+    ) -> None:
+        self._use_provider(provider)
+        self.settings = offline.OfflineSettings(similarity=similarity)
+        self.entailment = entailment
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(provider={self.provider!r})"
 
     def plan(self, sample: Sample, shared_tags: frozenset[str] = frozenset()) -> list[PlannedCall]:
-        if not has_inputs(sample, self.requires):
+        if self.provider != "llm" or not has_inputs(sample, self.requires):
             return []
         calls = [plan_analyze(sample)]
         if sample.contexts:
@@ -53,6 +77,15 @@ class _ClaimMetric(Metric):
         return calls
 
     async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
+        hallucination = isinstance(self, Hallucination)
+        if self.provider == "offline":
+            return await offline.faithfulness(
+                sample, ctx, self.settings, hallucination=hallucination
+            )
+        if self.provider == "nli":
+            if hallucination:
+                return await nli_hallucination(sample, ctx)
+            return await nli_faithfulness(sample, ctx, self.entailment)
         check = await check_claims(sample, ctx)
         if check.failure is not None:
             return check.failed()

@@ -1,0 +1,105 @@
+"""The ``nli`` provider of faithfulness and hallucination: an MNLI cross-encoder as the judge.
+
+An entailment model reads (premise, hypothesis) pairs and says whether the premise entails,
+contradicts or is neutral to the hypothesis — the question faithfulness asks, answered by a
+model small enough for a CPU. The model itself is an adapter (`ragbridge.adapters.nli.NLIModel`
+over transformers); the measure only needs the `EntailmentModel` protocol, so it lives here.
+
+* faithfulness: each answer sentence is a claim; its support is the highest entailment
+  probability over the contexts (each context a premise); supported when ≥ ``threshold``;
+  value = supported / claims.
+* hallucination: each answer sentence's contradiction probability, maximised over contexts;
+  value = the mean over sentences (details also give the maximum, the usual alarm threshold).
+"""
+
+from __future__ import annotations
+
+from ..results import FailureKind, Score
+from ..sample import Sample
+from ..text import sentences
+from .base import MetricContext
+
+__all__ = ["DEFAULT_ENTAILMENT", "nli_faithfulness", "nli_hallucination"]
+
+DEFAULT_ENTAILMENT = 0.5
+
+
+async def _matrix(
+    sample: Sample, ctx: MetricContext
+) -> tuple[list[str], list[list[tuple[float, float]]]] | Score:
+    claims = sentences(sample.answer or "")
+    if not claims:
+        return Score.fail(FailureKind.NO_CLAIMS, "the answer has no sentence to check")
+    contexts = [c.text for c in sample.contexts]
+    if not contexts:
+        return claims, [[] for _ in claims]
+    assert ctx.nli is not None
+    pairs = [(premise, claim) for claim in claims for premise in contexts]
+    scores = await ctx.nli.predict(pairs)
+    if len(scores) != len(pairs):
+        raise ValueError(f"NLI model returned {len(scores)} results for {len(pairs)} pairs")
+    n = len(contexts)
+    rows = [
+        [(s.entailment, s.contradiction) for s in scores[i * n : (i + 1) * n]]
+        for i in range(len(claims))
+    ]
+    return claims, rows
+
+
+async def nli_faithfulness(sample: Sample, ctx: MetricContext, threshold: float) -> Score:
+    found = await _matrix(sample, ctx)
+    if isinstance(found, Score):
+        return found
+    claims, rows = found
+    details = []
+    for claim, row in zip(claims, rows, strict=True):
+        best = max(range(len(row)), key=lambda j: row[j][0]) if row else None
+        entail = row[best][0] if best is not None else 0.0
+        details.append(
+            {
+                "claim": claim,
+                "entailment": round(entail, 4),
+                "context": None if best is None else best + 1,
+                "supported": entail >= threshold,
+            }
+        )
+    supported = sum(1 for d in details if d["supported"])
+    total = len(details)
+    reason = (
+        "no contexts were retrieved, so no sentence of the answer is supported"
+        if not sample.contexts
+        else f"{supported} of {total} answer sentences entailed by a context (p ≥ {threshold})"
+    )
+    return Score(
+        value=supported / total,
+        reason=reason,
+        details={"claims": details, "supported": supported, "total": total},
+    )
+
+
+async def nli_hallucination(sample: Sample, ctx: MetricContext) -> Score:
+    found = await _matrix(sample, ctx)
+    if isinstance(found, Score):
+        return found
+    claims, rows = found
+    if not sample.contexts:
+        return Score(
+            value=1.0,
+            reason="no contexts were retrieved: nothing backs the answer",
+            details={"sentences": [{"sentence": c, "contradiction": None} for c in claims]},
+        )
+    per_sentence = [max(c for _, c in row) for row in rows]
+    mean = sum(per_sentence) / len(per_sentence)
+    worst = max(per_sentence)
+    return Score(
+        value=min(1.0, max(0.0, mean)),
+        reason=f"mean contradiction probability {mean:.2f} (worst sentence {worst:.2f})",
+        details={
+            "sentences": [
+                {"sentence": c, "contradiction": round(p, 4)}
+                for c, p in zip(claims, per_sentence, strict=True)
+            ],
+            "max": round(worst, 4),
+            "mean": round(mean, 4),
+        },
+    )

@@ -1,0 +1,271 @@
+"""Offline and NLI providers of the RAG measures: no LLM, deterministic, hand-checkable."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pytest
+
+from ragbridge.core import Context, Sample, evaluate
+from ragbridge.core.engine import EmbeddingEngine
+from ragbridge.core.judge import Entailment
+from ragbridge.core.metrics import (
+    AnswerRelevance,
+    ContextPrecision,
+    ContextRecall,
+    Faithfulness,
+    Hallucination,
+)
+from ragbridge.core.metrics.base import MetricContext
+from ragbridge.core.metrics.offline import (
+    AnswerSimilarity,
+    ContextUsage,
+    _shortlist,
+    is_noncommittal,
+)
+from ragbridge.core.results import FailureKind
+from ragbridge.core.testing import HashEmbedder
+from ragbridge.core.text import salient, sentences
+
+
+@dataclass
+class TableEmbedder:
+    """Vectors from a lookup table (unknown texts map to an orthogonal 'noise' axis)."""
+
+    table: dict[str, list[float]]
+    model: str = "table"
+    seen: list[str] = field(default_factory=list)
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.seen.extend(texts)
+        return [self.table.get(t, [0.0, 0.0, 1.0]) for t in texts]
+
+
+def score(metric: object, sample: Sample, embedder: object) -> object:
+    ctx = MetricContext(embedder=EmbeddingEngine(embedder))  # type: ignore[arg-type]
+    return asyncio.run(metric.score(sample, ctx))  # type: ignore[attr-defined]
+
+
+CONTEXT = "The office opens at 9 am. Staff get 25 days of paid leave. Parking is free."
+
+
+def test_a_claim_needs_both_similarity_and_its_numbers() -> None:
+    table = {
+        "Staff get 25 days of paid leave.": [1.0, 0.0, 0.0],
+        "Staff get 30 days of paid leave.": [0.99, 0.14, 0.0],  # cosine 0.99 to the context
+        "The office opens at 9 am.": [0.0, 1.0, 0.0],
+        "Parking is free.": [0.0, 0.0, 1.0],
+    }
+    sample = Sample(
+        id="s",
+        question="How much leave?",
+        answer="Staff get 25 days of paid leave. Staff get 30 days of paid leave.",
+        contexts=[Context(text=CONTEXT)],
+    )
+    result = score(Faithfulness(provider="offline"), sample, TableEmbedder(table))
+    assert result.value == 0.5  # type: ignore[attr-defined]
+    claims = result.details["claims"]  # type: ignore[attr-defined]
+    assert claims[0]["supported"] is True
+    assert claims[0]["best_match"] == "Staff get 25 days of paid leave."
+    assert claims[1]["supported"] is False
+    assert claims[1]["missing_terms"] == ["30"]
+    assert claims[1]["similarity"] > 0.95
+    assert result.provider == "offline"  # type: ignore[attr-defined]
+    assert result.judge_model == "table"  # type: ignore[attr-defined]
+    assert result.usage.calls == 0  # type: ignore[attr-defined]
+    hallucination = score(Hallucination(provider="offline"), sample, TableEmbedder(table))
+    assert hallucination.value == 0.5  # type: ignore[attr-defined]
+
+
+def test_offline_edge_cases() -> None:
+    no_context = Sample(id="a", question="q", answer="Something is true.")
+    assert score(Faithfulness(provider="offline"), no_context, HashEmbedder()).value == 0.0  # type: ignore[attr-defined]
+    nothing = Sample(id="b", question="q", answer="...", contexts=[Context(text="x.")])
+    failed = score(Faithfulness(provider="offline"), nothing, HashEmbedder())
+    assert failed.failure.kind is FailureKind.NO_CLAIMS  # type: ignore[attr-defined]
+    empty = Sample(id="c", question="q", answer="", contexts=[Context(text="x.")])
+    missing = score(Faithfulness(provider="offline"), empty, HashEmbedder())
+    assert missing.failure.kind is FailureKind.MISSING_INPUT  # type: ignore[attr-defined]
+
+
+def test_offline_answer_relevance_and_noncommittal() -> None:
+    table = {"Where is it?": [1.0, 0.0, 0.0], "It is in Paris.": [0.6, 0.8, 0.0]}
+    sample = Sample(id="s", question="Where is it?", answer="It is in Paris.")
+    result = score(AnswerRelevance(provider="offline"), sample, TableEmbedder(table))
+    assert result.value == pytest.approx(0.6)  # type: ignore[attr-defined]
+    evasive = sample.model_copy(update={"answer": "The context does not say; I don't know."})
+    assert score(AnswerRelevance(provider="offline"), evasive, TableEmbedder(table)).value == 0.0  # type: ignore[attr-defined]
+    assert is_noncommittal("This is not mentioned in the documents.")
+    assert not is_noncommittal("Paris is the capital.")
+
+
+def test_offline_context_precision_is_rank_aware_ap() -> None:
+    q = "When does the office open?"
+    table = {
+        q: [1.0, 0.0, 0.0],
+        "The office opens at 9 am.": [1.0, 0.0, 0.0],
+        "Lunch is served at noon.": [0.0, 1.0, 0.0],
+        "Doors open for staff at 8.": [0.8, 0.6, 0.0],
+    }
+    sample = Sample(
+        id="s",
+        question=q,
+        contexts=[
+            Context(text="The office opens at 9 am."),
+            Context(text="Lunch is served at noon."),
+            Context(text="Doors open for staff at 8."),
+        ],
+    )
+    result = score(ContextPrecision(provider="offline"), sample, TableEmbedder(table))
+    # useful: [1, 0, 1] -> (1/1 + 2/3) / 2
+    assert result.value == pytest.approx((1 + 2 / 3) / 2)  # type: ignore[attr-defined]
+    sims = [c["similarity"] for c in result.details["contexts"]]  # type: ignore[attr-defined]
+    assert sims == [1.0, 0.0, 0.8]
+
+
+def test_offline_context_recall_attributes_reference_sentences() -> None:
+    table = {
+        "Staff get 25 days of paid leave.": [1.0, 0.0, 0.0],
+        "Leave needs approval.": [0.0, 1.0, 0.0],
+    }
+    sample = Sample(
+        id="s",
+        question="q",
+        reference="Staff get 25 days of paid leave. Leave needs approval.",
+        contexts=[Context(text=CONTEXT)],
+    )
+    result = score(ContextRecall(provider="offline"), sample, TableEmbedder(table))
+    assert result.value == 0.5  # type: ignore[attr-defined]
+
+
+def test_answer_similarity_and_context_usage() -> None:
+    table = {"A cat.": [1.0, 0.0, 0.0], "A kitten.": [0.8, 0.6, 0.0]}
+    sample = Sample(
+        id="s",
+        question="q",
+        answer="A cat.",
+        reference="A kitten.",
+        contexts=[Context(text="The cat sleeps on the mat.")],
+    )
+    assert score(AnswerSimilarity(), sample, TableEmbedder(table)).value == pytest.approx(0.8)  # type: ignore[attr-defined]
+    usage = score(
+        ContextUsage(),
+        sample.model_copy(update={"answer": "The cat sleeps outside."}),
+        HashEmbedder(),
+    )
+    # content words: cat, sleeps, outside -> 2 of 3 in the context
+    assert usage.value == pytest.approx(2 / 3)  # type: ignore[attr-defined]
+    assert usage.details["novel_words"] == ["outside"]  # type: ignore[attr-defined]
+    assert usage.details["novel_rate"] == pytest.approx(1 / 3, abs=1e-4)  # type: ignore[attr-defined]
+
+
+def test_shortlist_keeps_only_lexically_close_sentences_for_embedding() -> None:
+    pieces = ["Parking is free.", "Staff get 25 days of leave.", "The canteen opens at noon."]
+    assert _shortlist(["How many days of leave do staff get?"], pieces, 1) == [[1]]
+    assert _shortlist(["Unrelated words only."], pieces, 2) == [[0, 1]]  # document order
+    embedder = TableEmbedder({})
+    long_context = " ".join(f"Sentence number {i} about topic {i}." for i in range(30))
+    sample = Sample(
+        id="s", question="q", answer="Sentence number 7 about topic 7.",
+        contexts=[Context(text=long_context)],
+    )  # fmt: skip
+    score(Faithfulness(provider="offline"), sample, embedder)
+    # the claim and its three candidates (one of them the claim itself), not 30 sentences
+    assert sorted(embedder.seen) == [
+        "Sentence number 0 about topic 0.",
+        "Sentence number 1 about topic 1.",
+        "Sentence number 7 about topic 7.",
+    ]
+
+
+def test_text_helpers() -> None:
+    text = "Dr. J. Smith moved to New York in March 2021. He paid $1,200 (3.5% more)!\nNext line"
+    assert sentences(text) == [
+        "Dr. J. Smith moved to New York in March 2021.",
+        "He paid $1,200 (3.5% more)!",
+        "Next line",
+    ]
+    assert {"new", "york", "march", "2021", "1200", "3.5%", "smith"} <= salient(text)
+    assert "solar" not in salient("Solar panels work.")
+
+
+def test_unknown_provider_is_refused() -> None:
+    with pytest.raises(ValueError, match="no provider 'nli'"):
+        AnswerRelevance(provider="nli")
+    assert Faithfulness(provider="offline").needs_judge is False
+
+
+@dataclass
+class FakeNLI:
+    """Entailment scripted per (premise, hypothesis) word match."""
+
+    model: str = "fake-nli"
+    pairs: list[tuple[str, str]] = field(default_factory=list)
+
+    async def predict(self, pairs: Sequence[tuple[str, str]]) -> list[Entailment]:
+        self.pairs.extend(pairs)
+        out = []
+        for premise, hypothesis in pairs:
+            if "never" in hypothesis:
+                out.append(Entailment(0.1, 0.1, 0.8))
+            elif hypothesis.split()[0] in premise:
+                out.append(Entailment(0.9, 0.05, 0.05))
+            else:
+                out.append(Entailment(0.2, 0.7, 0.1))
+        return out
+
+
+def test_nli_provider_faithfulness_and_hallucination() -> None:
+    sample = Sample(
+        id="s",
+        question="q",
+        answer="Parking is free. Salaries are paid monthly. Staff never get leave.",
+        contexts=[Context(text="Parking is free for all."), Context(text="Offices close at 6.")],
+    )
+    nli = FakeNLI()
+    result = evaluate(
+        [sample], [Faithfulness(provider="nli"), Hallucination(provider="nli")], nli=nli
+    )
+    faith = result.get("s", "faithfulness")
+    hall = result.get("s", "hallucination")
+    assert faith is not None
+    assert hall is not None
+    assert faith.value == pytest.approx(1 / 3)  # only "Parking ..." is entailed (p=0.9)
+    assert faith.details["claims"][0]["context"] == 1  # type: ignore[index]
+    # max contradiction per sentence: 0.1, 0.1, 0.8 -> mean 1/3
+    assert hall.value == pytest.approx((0.1 + 0.1 + 0.8) / 3)
+    assert hall.details["max"] == 0.8  # type: ignore[index]
+    assert faith.judge_model == "fake-nli"
+    assert len(nli.pairs) == 2 * 3 * 2  # both metrics: 3 claims x 2 contexts each
+    missing = evaluate([sample], [Faithfulness(provider="nli")])
+    failure = missing.get("s", "faithfulness")
+    assert failure is not None
+    assert failure.failure is not None
+    assert "needs an NLI model" in failure.failure.message
+
+
+def test_evaluate_offline_metrics_with_an_explicit_embedder_and_cache(tmp_path: object) -> None:
+    samples = [
+        Sample(
+            id=f"s{i}",
+            question="How many days of leave do staff get?",
+            answer="Staff get 25 days of paid leave.",
+            reference="Staff get 25 days of leave.",
+            contexts=[Context(text=CONTEXT, id="c1")],
+        )
+        for i in range(5)
+    ]
+    metrics = [
+        Faithfulness(provider="offline"), AnswerRelevance(provider="offline"),
+        ContextPrecision(provider="offline"), ContextRecall(provider="offline"),
+    ]  # fmt: skip
+    embedder = HashEmbedder()
+    cache = f"{tmp_path}/c.sqlite"
+    first = evaluate(samples, metrics, embedder=embedder, cache=cache)
+    calls = embedder.texts_embedded
+    second = evaluate(samples, metrics, embedder=embedder, cache=cache)
+    assert embedder.texts_embedded == calls  # everything came from the cache
+    assert [c.score.value for c in first] == [c.score.value for c in second]
+    assert all(c.score.status == "scored" for c in first)
