@@ -269,3 +269,16 @@ def test_evaluate_offline_metrics_with_an_explicit_embedder_and_cache(tmp_path: 
     assert embedder.texts_embedded == calls  # everything came from the cache
     assert [c.score.value for c in first] == [c.score.value for c in second]
     assert all(c.score.status == "scored" for c in first)
+
+
+def test_metrics_by_name_with_a_provider() -> None:
+    from ragbridge.core.metrics import by_name
+
+    assert repr(by_name("faithfulness:offline")) == "Faithfulness(provider='offline')"
+    assert by_name("hallucination:nli").needs_nli
+    assert by_name("answer_similarity").provider == "offline"
+    assert by_name("context_usage:offline").provider == "offline"
+    with pytest.raises(KeyError, match="has no provider 'nli'; use llm, offline"):
+        by_name("answer_relevance:nli")
+    with pytest.raises(KeyError, match="has no provider 'llm'; use offline"):
+        by_name("context_usage:llm")

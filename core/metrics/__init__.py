@@ -32,13 +32,17 @@ from .context_precision import ContextPrecision
 from .context_recall import ContextRecall
 from .faithfulness import Faithfulness, Hallucination
 from .graders import Correctness, DocumentRelevance, Groundedness, Helpfulness
+from .offline import AnswerSimilarity, ContextUsage
 
 __all__ = [
     "ALL_LLM_METRICS",
+    "OFFLINE_METRICS",
     "AnswerCorrectness",
     "AnswerRelevance",
+    "AnswerSimilarity",
     "ContextPrecision",
     "ContextRecall",
+    "ContextUsage",
     "Correctness",
     "DocumentRelevance",
     "Faithfulness",
@@ -69,12 +73,26 @@ def _normal(name: str) -> str:
     return snake_case(name.strip()).replace("-", "_").replace("__", "_").lower()
 
 
+OFFLINE_METRICS: tuple[type[Metric], ...] = (AnswerSimilarity, ContextUsage)
+"""Measures that exist only offline (the LLM measures also take ``provider="offline"``)."""
+
+
 def by_name(name: str) -> Metric:
     """A default-configured metric by name: ``"faithfulness"``, ``"Context_Recall"``,
-    ``"AnswerRelevance"`` (case-insensitive; snake_case or CamelCase). KeyError lists the names."""
-    wanted = _normal(name)
-    for cls in ALL_LLM_METRICS:
+    ``"AnswerRelevance"`` (case-insensitive; snake_case or CamelCase), optionally with a
+    provider: ``"faithfulness:offline"``, ``"hallucination:nli"``. KeyError lists the names."""
+    base, _, provider = name.partition(":")
+    wanted = _normal(base)
+    for cls in (*ALL_LLM_METRICS, *OFFLINE_METRICS):
         if cls.name == wanted or cls.name.replace("_", "") == wanted.replace("_", ""):
-            return cls()
-    known = ", ".join(cls.name for cls in ALL_LLM_METRICS)
+            if not provider:
+                return cls()
+            provider = provider.strip()
+            if provider not in cls.providers:
+                known = ", ".join(cls.providers)
+                raise KeyError(f"metric {cls.name!r} has no provider {provider!r}; use {known}")
+            if cls.providers == (provider,):
+                return cls()
+            return cls(provider=provider)  # type: ignore[call-arg]
+    known = ", ".join(cls.name for cls in (*ALL_LLM_METRICS, *OFFLINE_METRICS))
     raise KeyError(f"no metric named {name!r}; known: {known}")

@@ -259,6 +259,7 @@ class AnswerSimilarity(Metric):
     needs_judge = False
     needs_embedder = True
     provider = "offline"
+    providers = ("offline",)
 
     async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
         vectors = await _embed(ctx, [sample.answer or "", sample.reference or ""])
@@ -282,6 +283,7 @@ class ContextUsage(Metric):
     requires = ("answer",)
     needs_judge = False
     provider = "offline"
+    providers = ("offline",)
 
     async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
         answer_words = content_words(sample.answer or "")
