@@ -238,7 +238,7 @@ def test_nli_provider_faithfulness_and_hallucination() -> None:
     assert hall.value == pytest.approx((0.1 + 0.1 + 0.8) / 3)
     assert hall.details["max"] == 0.8  # type: ignore[index]
     assert faith.judge_model == "fake-nli"
-    assert len(nli.pairs) == 2 * 3 * 2  # both metrics: 3 claims x 2 contexts each
+    assert len(nli.pairs) == 3 * 2  # 3 claims x 2 contexts, predicted once for both metrics
     missing = evaluate([sample], [Faithfulness(provider="nli")])
     failure = missing.get("s", "faithfulness")
     assert failure is not None

@@ -33,9 +33,12 @@ async def _matrix(
     contexts = [c.text for c in sample.contexts]
     if not contexts:
         return claims, [[] for _ in claims]
-    assert ctx.nli is not None
+    nli = ctx.nli
+    assert nli is not None
     pairs = [(premise, claim) for claim in claims for premise in contexts]
-    scores = await ctx.nli.predict(pairs)
+    # Faithfulness and Hallucination of one sample read the same pairs: predict them once.
+    key = ("nli.predict", nli.model, tuple(pairs))
+    scores, _ = await ctx.shared(key, lambda: nli.predict(pairs))
     if len(scores) != len(pairs):
         raise ValueError(f"NLI model returned {len(scores)} results for {len(pairs)} pairs")
     n = len(contexts)
