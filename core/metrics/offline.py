@@ -56,10 +56,15 @@ def is_noncommittal(answer: str) -> bool:
     return bool(_NONCOMMITTAL.search(answer))
 
 
+DEFAULT_CANDIDATES = 2
+"""Context sentences per claim that reach the embedding model (see `_shortlist`)."""
+
+
 @dataclass(frozen=True)
 class OfflineSettings:
     similarity: float = DEFAULT_SIMILARITY
     relevance: float = DEFAULT_RELEVANCE
+    candidates: int = DEFAULT_CANDIDATES
 
 
 def _unit(vectors: Sequence[Sequence[float]]) -> np.ndarray[Any, np.dtype[np.float64]]:
@@ -129,7 +134,7 @@ async def match_sentences(
     ctx: MetricContext,
     threshold: float,
     *,
-    candidates: int = 3,
+    candidates: int = DEFAULT_CANDIDATES,
 ) -> list[Support]:
     """Best context sentence per claim, and whether it supports the claim (see module doc)."""
     pieces: list[tuple[int, str]] = [
@@ -163,7 +168,9 @@ async def faithfulness(
     if not claims:
         return Score.fail(FailureKind.NO_CLAIMS, "the answer has no sentence to check")
     contexts = [c.text for c in sample.contexts]
-    checks = await match_sentences(claims, contexts, ctx, settings.similarity)
+    checks = await match_sentences(
+        claims, contexts, ctx, settings.similarity, candidates=settings.candidates
+    )
     supported = sum(c.supported for c in checks)
     total = len(checks)
     faithful = supported / total
@@ -189,7 +196,11 @@ async def context_recall(sample: Sample, ctx: MetricContext, settings: OfflineSe
     if not statements:
         return Score.fail(FailureKind.NO_CLAIMS, "the reference has no sentence to attribute")
     checks = await match_sentences(
-        statements, [c.text for c in sample.contexts], ctx, settings.similarity
+        statements,
+        [c.text for c in sample.contexts],
+        ctx,
+        settings.similarity,
+        candidates=settings.candidates,
     )
     attributed = sum(c.supported for c in checks)
     details = {
@@ -205,8 +216,14 @@ async def answer_relevance(sample: Sample, ctx: MetricContext) -> Score:
     answer = sample.answer or ""
     if is_noncommittal(answer):
         return Score(value=0.0, reason="the answer is noncommittal", details={"noncommittal": True})
-    vectors = await _embed(ctx, [sample.question, answer])
-    similarity = max(0.0, min(1.0, float(vectors[0] @ vectors[1])))
+    # The answer is embedded as the mean of its sentences' vectors: the same sentences
+    # faithfulness embeds (so they come from the cache or the same batch), and short inputs
+    # keep the model from padding every text in a batch to the longest answer.
+    parts = sentences(answer) or [answer]
+    vectors = await _embed(ctx, [sample.question, *parts])
+    mean = vectors[1:].mean(axis=0)
+    norm = float(np.linalg.norm(mean)) or 1.0
+    similarity = max(0.0, min(1.0, float(vectors[0] @ mean) / norm))
     return Score(
         value=similarity,
         reason=f"question-answer cosine similarity {similarity:.2f}",
@@ -217,11 +234,11 @@ async def answer_relevance(sample: Sample, ctx: MetricContext) -> Score:
 async def context_precision(sample: Sample, ctx: MetricContext, settings: OfflineSettings) -> Score:
     from .context_precision import average_precision
 
-    # Each context is represented by its two sentences closest in wording to the question
-    # (see `_shortlist`), so a long context costs two short embeddings, not a long one.
+    # Each context is represented by its sentence closest in wording to the question (see
+    # `_shortlist`), so a long context costs one short embedding, not a long one.
     per_context = [sentences(c.text) or [c.text] for c in sample.contexts]
     chosen = [
-        [sents[j] for j in _shortlist([sample.question], sents, 2)[0]] for sents in per_context
+        [sents[j] for j in _shortlist([sample.question], sents, 1)[0]] for sents in per_context
     ]
     flat = [s for group in chosen for s in group]
     vectors = await _embed(ctx, [sample.question, *flat])

