@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -27,7 +28,7 @@ from ragbridge.core.metrics.offline import (
 )
 from ragbridge.core.results import FailureKind
 from ragbridge.core.testing import HashEmbedder
-from ragbridge.core.text import salient, sentences
+from ragbridge.core.text import normalise, salient, sentences
 
 
 @dataclass
@@ -281,3 +282,85 @@ def test_metrics_by_name_with_a_provider() -> None:
         by_name("answer_relevance:nli")
     with pytest.raises(KeyError, match="has no provider 'llm'; use offline"):
         by_name("context_usage:llm")
+
+
+def test_offline_metrics_without_an_embedder_use_the_local_one_or_name_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib
+
+    from ragbridge.core import runner
+
+    sample = Sample(id="s", question="q?", answer="An answer.", contexts=[Context(text="A.")])
+    created: list[object] = []
+
+    class FakeLocal:
+        model = "fake-local"
+
+        def __init__(self) -> None:
+            created.append(self)
+
+        async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            return [[1.0, 0.0] for _ in texts]
+
+    real_import = importlib.import_module
+
+    def fake_import(name: str, package: str | None = None) -> object:
+        if name == "ragbridge.adapters.local":
+            return type("M", (), {"LocalEmbedder": FakeLocal})
+        return real_import(name, package)
+
+    monkeypatch.setattr(runner.importlib, "import_module", fake_import)
+    result = evaluate([sample], [Faithfulness(provider="offline")])
+    assert len(created) == 1
+    assert result.get("s", "faithfulness").judge_model == "fake-local"  # type: ignore[union-attr]
+    # LLM metrics never trigger the fallback
+    assert len(evaluate([sample], ["mrr"])) == 1
+    assert len(created) == 1
+
+    def missing(name: str, package: str | None = None) -> object:
+        if name == "ragbridge.adapters.local":
+            raise ImportError("No module named 'sentence_transformers'")
+        return real_import(name, package)
+
+    monkeypatch.setattr(runner.importlib, "import_module", missing)
+    with pytest.raises(ImportError, match=r'pip install "ragbridge\[local\]"'):
+        evaluate([sample], [Faithfulness(provider="offline")])
+
+
+FAITHBENCH = Path(__file__).resolve().parents[2] / "shared/data/faithbench_dev/faithbench.jsonl"
+
+
+@pytest.mark.skipif(
+    not FAITHBENCH.exists(),
+    reason="FaithBench dev sample (CC BY-NC-SA, not shipped) not found in ../shared/data",
+)
+def test_offline_faithfulness_on_faithbench_rows_with_the_local_model() -> None:
+    pytest.importorskip("sentence_transformers", reason="needs the local extra")
+    import json
+
+    from ragbridge.adapters.local import LocalEmbedder
+
+    rows = [json.loads(line) for line in FAITHBENCH.read_text().splitlines()[:12]]
+    samples = [
+        Sample(
+            id=r["id"],
+            question="Summarize.",
+            answer=r["summary"],
+            contexts=[Context(text=r["source"])],
+        )
+        for r in rows
+    ]
+    result = evaluate(samples, [Faithfulness(provider="offline")], embedder=LocalEmbedder())
+    for row, sample in zip(rows, samples, strict=True):
+        score = result.get(sample.id, "faithfulness")
+        assert score is not None
+        assert score.status == "scored"
+        assert 0.0 <= score.value <= 1.0  # type: ignore[operator]
+        for claim in score.details["claims"]:  # type: ignore[index]
+            assert claim["best_match"] in normalise(row["source"])  # a real source sentence
+            assert -1.0 <= claim["similarity"] <= 1.0
+    # an exact copy of the source is fully supported by it
+    copy = samples[0].model_copy(update={"id": "copy", "answer": rows[0]["source"]})
+    same = evaluate([copy], [Faithfulness(provider="offline")], embedder=LocalEmbedder())
+    assert same.get("copy", "faithfulness").value == 1.0  # type: ignore[union-attr]
