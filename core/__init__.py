@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .cache import Cache
     from .engine import EmbeddingEngine, JudgeEngine, Price
-    from .judge import Embedder, Judge, JudgeReply
+    from .judge import Embedder, Entailment, EntailmentModel, Judge, JudgeReply
     from .metrics.base import Metric, MetricContext
     from .results import Evaluation, Failure, FailureKind, MetricSummary, Score, Usage
     from .retrieval import Measure, Qrels, Run, evaluate_run, score_sample, score_samples
@@ -39,6 +39,8 @@ _EXPORTS: dict[str, str] = {
     "estimate": "runner",
     "evaluate": "runner",
     "Embedder": "judge",
+    "Entailment": "judge",
+    "EntailmentModel": "judge",
     "Judge": "judge",
     "JudgeReply": "judge",
     "Metric": "metrics.base",
@@ -71,6 +73,8 @@ __all__ = [
     "Context",
     "Embedder",
     "EmbeddingEngine",
+    "Entailment",
+    "EntailmentModel",
     "Evaluation",
     "Failure",
     "FailureKind",

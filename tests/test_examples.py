@@ -37,3 +37,23 @@ def test_example_data_is_reproducible(tmp_path: Path) -> None:
         assert (tmp_path / "data" / name).read_text() == (
             ROOT / "examples" / "data" / name
         ).read_text()
+
+
+def test_offline_metrics_example_runs_and_explains_the_wrong_number() -> None:
+    import importlib.util
+
+    import pytest
+
+    if importlib.util.find_spec("sentence_transformers") is None:
+        pytest.skip("needs the local extra (sentence-transformers)")
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "offline_metrics.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"},
+    )
+    rows = {line.split()[0]: line.split()[1:] for line in done.stdout.splitlines()[1:4]}
+    assert float(rows["wrong-number"][0]) == 0.0  # faithfulness
+    assert float(rows["evasive"][2]) == 0.0  # answer relevance of a noncommittal answer
+    assert "terms not found in the contexts: ['30']" in done.stdout
