@@ -24,6 +24,7 @@ import asyncio
 import json
 import random
 import re
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -180,7 +181,10 @@ class JudgeEngine:
         if self.max_retries < 0:
             raise ValueError("max_retries must be >= 0")
         self._rng = random.Random(self.seed)
-        self._semaphores: dict[int, asyncio.Semaphore] = {}
+        # Keyed by the loop object, weakly: an id() can be reused by the next asyncio.run's loop.
+        self._semaphores: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, asyncio.Semaphore
+        ] = weakref.WeakKeyDictionary()
 
     @property
     def model(self) -> str:
@@ -189,9 +193,9 @@ class JudgeEngine:
     def _semaphore(self) -> asyncio.Semaphore:
         # A semaphore belongs to one event loop; sync evaluate() may run on a fresh loop.
         loop = asyncio.get_running_loop()
-        sem = self._semaphores.get(id(loop))
+        sem = self._semaphores.get(loop)
         if sem is None:
-            sem = self._semaphores[id(loop)] = asyncio.Semaphore(self.max_concurrency)
+            sem = self._semaphores[loop] = asyncio.Semaphore(self.max_concurrency)
         return sem
 
     async def ask(
@@ -360,7 +364,9 @@ class EmbeddingEngine:
     timeout: float | None = 120.0
     linger: float = 0.002
     batches: int = field(default=0, init=False)
-    _state: dict[int, _Batcher] = field(default_factory=dict, init=False)
+    _state: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Batcher] = field(
+        default_factory=weakref.WeakKeyDictionary, init=False
+    )
 
     @property
     def model(self) -> str:
@@ -384,9 +390,9 @@ class EmbeddingEngine:
 
     def _batcher(self) -> _Batcher:
         loop = asyncio.get_running_loop()
-        batcher = self._state.get(id(loop))
+        batcher = self._state.get(loop)
         if batcher is None:
-            batcher = self._state[id(loop)] = _Batcher(self)
+            batcher = self._state[loop] = _Batcher(self)
         return batcher
 
     async def _embed_batch(self, batch: list[str]) -> list[list[float]]:

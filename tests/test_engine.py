@@ -286,3 +286,12 @@ def test_cost_of_usage() -> None:
 )
 def test_extract_json(text: str, expected: str | None) -> None:
     assert extract_json(text) == expected
+
+
+def test_one_engine_serves_many_event_loops() -> None:
+    # evaluate() runs each call on a fresh loop; the engine's semaphore must follow the loop.
+    judge = ScriptedJudge({"*": GOOD})
+    engine = JudgeEngine(judge, max_concurrency=2)
+    for i in range(30):
+        assert run(_ask(engine, f"q{i}")).ok
+    assert len(judge.calls) == 30
