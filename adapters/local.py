@@ -45,6 +45,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ragbridge.adapters._hub import disable_hub
+
 __all__ = ["DEFAULT_MODEL", "INSTALL_HINT", "LocalEmbedder", "LocalModelNotFoundError"]
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -57,8 +59,6 @@ INSTALL_HINT = 'pip install "ragbridge[local]"'
 # packaged copy gives the same vectors, so they share its cache-key name too.
 _DEFAULT_ALIASES = frozenset({DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"})
 
-_OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-
 
 class LocalModelNotFoundError(FileNotFoundError):
     """The requested embedding model is not on this machine and may not be downloaded.
@@ -66,12 +66,6 @@ class LocalModelNotFoundError(FileNotFoundError):
     A FileNotFoundError (hence an OSError), like the errors sentence-transformers itself raises
     for a missing model, so existing ``except OSError`` handlers keep working.
     """
-
-
-def _disable_hub() -> None:
-    """Keep huggingface_hub and transformers offline unless the user decided otherwise."""
-    for name, value in _OFFLINE_ENV.items():
-        os.environ.setdefault(name, value)
 
 
 def _missing_extra(what: str) -> ImportError:
@@ -165,7 +159,7 @@ class LocalEmbedder:
         """Check the extra is installed and remember the settings; nothing heavy happens yet."""
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        _disable_hub()
+        disable_hub()
         if not _installed("sentence_transformers"):
             raise _missing_extra("sentence-transformers (and torch)")
         name = None if model is None else os.fspath(model)
@@ -219,7 +213,7 @@ class LocalEmbedder:
 
     def _build(self) -> Any:
         """Import sentence-transformers (hence torch) and load the model from local files."""
-        _disable_hub()
+        disable_hub()
         try:
             # Heavy and optional, hence lazy; import_module so mypy passes without the extra.
             st_module = importlib.import_module("sentence_transformers")

@@ -58,6 +58,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragbridge.adapters._hub import disable_hub
 from ragbridge.core.judge import Entailment
 from ragbridge.core.metrics.base import MetricContext
 from ragbridge.core.metrics.faithfulness import Faithfulness, Hallucination
@@ -76,18 +77,11 @@ __all__ = [
 INSTALL_HINT = 'pip install "ragbridge[nli]"'
 """What to run when the ``nli`` extra is missing."""
 
-_OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 _NOT_ENTAILMENT = re.compile(r"(^|[^a-z])(not|non)[^a-z]?entail")
 
 
 class NLIModelNotFoundError(FileNotFoundError):
     """The NLI model is not on this machine, and ragbridge never downloads weights."""
-
-
-def _disable_hub() -> None:
-    """Keep huggingface_hub and transformers offline unless the user decided otherwise."""
-    for name, value in _OFFLINE_ENV.items():
-        os.environ.setdefault(name, value)
 
 
 def _installed(module: str) -> bool:
@@ -202,7 +196,7 @@ class NLIModel:
         name = os.fspath(model)
         if not isinstance(name, str) or not name:
             raise ValueError("model must be a model folder or a Hugging Face model id")
-        _disable_hub()
+        disable_hub()
         missing = [pkg for pkg in ("torch", "transformers") if not _installed(pkg)]
         if missing:
             raise _missing_extra(" and ".join(missing))
@@ -251,7 +245,7 @@ class NLIModel:
         return self._loaded
 
     def _build(self) -> tuple[Any, Any, Any, _Columns, int]:
-        _disable_hub()
+        disable_hub()
         try:
             torch = importlib.import_module("torch")
             transformers = importlib.import_module("transformers")

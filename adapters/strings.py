@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ragbridge.adapters._hub import disable_hub
 from ragbridge.core.metrics.base import Metric, MetricContext
 from ragbridge.core.results import Score
 from ragbridge.core.sample import Sample
@@ -58,7 +59,6 @@ __all__ = [
 STRINGS_HINT = 'pip install "ragbridge[strings]"'
 BERTSCORE_HINT = 'pip install "ragbridge[bertscore]"'
 
-_OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = frozenset(string.punctuation)
 
@@ -294,8 +294,7 @@ class BertScore(_StringMetric):
                 f"num_layers is required for a model folder ({name!r}): bert-score knows the "
                 "tuned layer only of the Hub models in its table"
             )
-        for key, value in _OFFLINE_ENV.items():
-            os.environ.setdefault(key, value)
+        disable_hub()
         self.model_type = name
         self.num_layers = num_layers
         self.lang = lang
