@@ -1,0 +1,820 @@
+"""LangChain adapter: capture what any Runnable retrieved, run a pipeline over `Sample`s, and use
+LangChain chat models / embeddings as ragbridge's `Judge` / `Embedder`.
+
+Why it is built this way:
+
+* **Capture by callbacks, not by wrapping.** A retriever can sit anywhere inside a user's chain
+  (LCEL, a tool of an agent, a sub-chain). `RetrievalCapture` is a callback handler: it records
+  every ``on_retriever_*`` event and the parent of every chain/tool run, and groups retrievals by
+  the *top-level* run they belong to by walking parent run ids. Nothing in the chain changes.
+* **Grouping by root run id, resolved late.** Under ``batch``/``abatch`` and concurrent
+  ``ainvoke`` many invocations interleave; each has its own root run id, so walking parents is
+  exact whatever the interleaving. Roots are resolved when asked for (not when an event arrives),
+  so the order in which callbacks happen to be delivered from worker threads does not matter.
+* **Thread-safe.** LangChain calls sync handlers from executor threads; one lock guards all state.
+* **No-change capture.** `capture_retrievals` registers a handler through LangChain's configure
+  hook and a ContextVar, so ``with capture_retrievals() as cap: chain.invoke(q)`` works with a
+  chain the user cannot (or does not want to) pass callbacks to.
+* **`Document` has no score.** ``retriever.invoke`` returns ``Document(id, page_content,
+  metadata)``; a score is taken from metadata when a retriever put one there.
+
+Importing this module without ``langchain-core`` raises an ImportError naming the extra.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import itertools
+import json
+import math
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID, uuid4
+
+from pydantic import BaseModel
+
+from ragbridge.core.judge import (
+    JudgeReply,
+    JudgeTimeout,
+    Message,
+    PermanentJudgeError,
+    RateLimited,
+    ServerError,
+)
+from ragbridge.core.results import Usage
+from ragbridge.core.sample import Context, Sample
+
+INSTALL_HINT = 'pip install "ragbridge[langchain]"'
+"""What to run when the ``langchain`` extra is missing."""
+
+try:
+    from langchain_core.callbacks import BaseCallbackHandler
+    from langchain_core.documents import Document
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+    from langchain_core.runnables import Runnable, RunnableConfig
+    from langchain_core.tracers.context import register_configure_hook
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(
+        f"ragbridge.adapters.langchain needs langchain-core, which is not installed: {INSTALL_HINT}"
+    ) from exc
+
+__all__ = [
+    "INSTALL_HINT",
+    "LangChainEmbedder",
+    "LangChainJudge",
+    "Retrieval",
+    "RetrievalCapture",
+    "aretrieve_only",
+    "arun_pipeline",
+    "capture_retrievals",
+    "document_to_context",
+    "retrieve_only",
+    "run_pipeline",
+]
+
+Progress = Callable[[int, int], Any]
+"""Called as ``progress(done, total)`` after each sample."""
+
+DEFAULT_ID_KEYS: tuple[str, ...] = ("id", "doc_id", "source")
+"""Metadata keys tried, in order, for a context id when ``Document.id`` is empty."""
+
+DEFAULT_SCORE_KEYS: tuple[str, ...] = ("score", "relevance_score", "similarity_score")
+"""Metadata keys tried, in order, for a retriever score."""
+
+
+# --------------------------------------------------------------------------- documents
+
+
+def _jsonable(value: Any) -> Any:
+    """Metadata must survive ``save_samples`` (JSON); anything else is kept as its repr."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return repr(value)
+    return value
+
+
+def document_to_context(
+    doc: Document,
+    *,
+    id_key: str | Sequence[str] | None = None,
+    score_keys: Sequence[str] = DEFAULT_SCORE_KEYS,
+) -> Context:
+    """A LangChain `Document` as a ragbridge `Context`.
+
+    The id is ``metadata[id_key]`` when ``id_key`` is given and present (after chunking, the
+    labelled *source* document id usually lives in metadata, not in ``Document.id``); otherwise
+    ``Document.id``, then the first of `DEFAULT_ID_KEYS` present in metadata. The score is the
+    first finite number among ``score_keys`` in metadata (a ``Document`` carries no score).
+    """
+    metadata = dict(doc.metadata or {})
+    ctx_id: Any = None
+    if id_key is not None:
+        keys = (id_key,) if isinstance(id_key, str) else tuple(id_key)
+        ctx_id = next((metadata[k] for k in keys if metadata.get(k) is not None), None)
+    if ctx_id is None:
+        ctx_id = doc.id
+    if ctx_id is None:
+        ctx_id = next((metadata[k] for k in DEFAULT_ID_KEYS if metadata.get(k) is not None), None)
+    score: float | None = None
+    for key in score_keys:
+        value = metadata.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if math.isfinite(float(value)):
+            score = float(value)
+            break
+    return Context(
+        text=doc.page_content,
+        id=None if ctx_id is None else str(ctx_id),
+        score=score,
+        metadata={str(k): _jsonable(v) for k, v in metadata.items()},
+    )
+
+
+# --------------------------------------------------------------------------- capture
+
+
+@dataclass
+class Retrieval:
+    """One retriever run seen by a `RetrievalCapture`."""
+
+    run_id: UUID
+    parent_run_id: UUID | None
+    query: str
+    name: str | None
+    tags: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    documents: list[Document] | None = None
+    error: BaseException | None = None
+    started: float = field(default_factory=time.perf_counter)
+    ended: float | None = None
+    end_seq: int | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.documents is not None
+
+    @property
+    def latency_s(self) -> float | None:
+        return None if self.ended is None else self.ended - self.started
+
+    def contexts(
+        self,
+        *,
+        id_key: str | Sequence[str] | None = None,
+        score_keys: Sequence[str] = DEFAULT_SCORE_KEYS,
+    ) -> list[Context]:
+        """The retrieved documents as ranked `Context`s (empty for a failed retrieval)."""
+        return [
+            document_to_context(d, id_key=id_key, score_keys=score_keys)
+            for d in self.documents or []
+        ]
+
+    def matches(self, name: str) -> bool:
+        """Selected by ``name``: its run name (``with_config(run_name=...)``) or one of its tags."""
+        return self.name == name or name in self.tags
+
+
+class RetrievalCapture(BaseCallbackHandler):
+    """Records every retrieval inside any Runnable, grouped per top-level invocation.
+
+    Pass it as ``config={"callbacks": [cap]}`` (or use `capture_retrievals`). Retrievals are
+    grouped by their *root* run: the top-level ``invoke``/one input of a ``batch``. Read them
+    with `for_root`, `groups`, or `select`.
+    """
+
+    # Sync handlers are otherwise dispatched to executor threads under ``ainvoke``; recording is
+    # cheap and lock-protected, so running inline saves a thread hop per event.
+    run_inline = True
+
+    def __init__(
+        self,
+        *,
+        id_key: str | Sequence[str] | None = None,
+        score_keys: Sequence[str] = DEFAULT_SCORE_KEYS,
+    ) -> None:
+        super().__init__()
+        self.id_key = id_key
+        self.score_keys = tuple(score_keys)
+        self._lock = threading.Lock()
+        self._parents: dict[UUID, UUID | None] = {}
+        self._root_inputs: dict[UUID, Any] = {}
+        self._retrievals: dict[UUID, Retrieval] = {}
+        self._seq = itertools.count()
+        self._forward: tuple[RetrievalCapture, ...] = ()
+
+    # -- callbacks ------------------------------------------------------------------------------
+
+    def _parent(self, run_id: UUID, parent_run_id: UUID | None, inputs: Any = None) -> None:
+        with self._lock:
+            self._parents[run_id] = parent_run_id
+            if parent_run_id is None and inputs is not None:
+                self._root_inputs[run_id] = inputs
+
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any],
+        inputs: dict[str, Any],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._parent(run_id, parent_run_id, inputs)
+        for other in self._forward:
+            other.on_chain_start(
+                serialized, inputs, run_id=run_id, parent_run_id=parent_run_id, **kwargs
+            )
+
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any],
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        # A retriever wrapped as an agent tool nests under the tool run.
+        self._parent(run_id, parent_run_id, input_str)
+        for other in self._forward:
+            other.on_tool_start(
+                serialized, input_str, run_id=run_id, parent_run_id=parent_run_id, **kwargs
+            )
+
+    def on_retriever_start(
+        self,
+        serialized: dict[str, Any],
+        query: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        name = kwargs.get("name") or (serialized or {}).get("name")
+        record = Retrieval(
+            run_id=run_id,
+            parent_run_id=parent_run_id,
+            query=str(query),
+            name=None if name is None else str(name),
+            tags=list(tags or []),
+            metadata=dict(metadata or {}),
+        )
+        with self._lock:
+            self._parents[run_id] = parent_run_id
+            if parent_run_id is None:
+                self._root_inputs[run_id] = query
+            self._retrievals[run_id] = record
+        for other in self._forward:
+            other.on_retriever_start(
+                serialized,
+                query,
+                run_id=run_id,
+                parent_run_id=parent_run_id,
+                tags=tags,
+                metadata=metadata,
+                **kwargs,
+            )
+
+    def on_retriever_end(
+        self,
+        documents: Sequence[Document],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        with self._lock:
+            record = self._retrievals.get(run_id)
+            if record is not None:
+                record.documents = list(documents)
+                record.ended = time.perf_counter()
+                record.end_seq = next(self._seq)
+        for other in self._forward:
+            other.on_retriever_end(documents, run_id=run_id, parent_run_id=parent_run_id, **kwargs)
+
+    def on_retriever_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        with self._lock:
+            record = self._retrievals.get(run_id)
+            if record is not None:
+                record.error = error
+                record.ended = time.perf_counter()
+        for other in self._forward:
+            other.on_retriever_error(error, run_id=run_id, parent_run_id=parent_run_id, **kwargs)
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def _root_of(self, run_id: UUID) -> UUID:
+        seen: set[UUID] = set()
+        current = run_id
+        while True:
+            parent = self._parents.get(current)
+            if parent is None or parent in seen:
+                return current
+            seen.add(current)
+            current = parent
+
+    @property
+    def retrievals(self) -> list[Retrieval]:
+        """Every retrieval seen, in start order."""
+        with self._lock:
+            return list(self._retrievals.values())
+
+    def groups(self) -> dict[UUID, list[Retrieval]]:
+        """``{root run id: retrievals}`` in the order roots first retrieved."""
+        out: dict[UUID, list[Retrieval]] = {}
+        with self._lock:
+            for record in self._retrievals.values():
+                out.setdefault(self._root_of(record.run_id), []).append(record)
+        return out
+
+    def for_root(self, root_run_id: UUID) -> list[Retrieval]:
+        """The retrievals of one top-level invocation (pass ``config={"run_id": ...}``)."""
+        return self.groups().get(root_run_id, [])
+
+    def roots(self) -> list[UUID]:
+        """Root run ids in the order they first retrieved (with the hook form, one per
+        top-level ``invoke`` and one per input of a ``batch``)."""
+        return list(self.groups())
+
+    def root_input(self, root_run_id: UUID) -> Any:
+        """What the top-level run was invoked with (None if it was not seen)."""
+        with self._lock:
+            return self._root_inputs.get(root_run_id)
+
+    def select(
+        self, root_run_id: UUID, retriever_name: str | None = None
+    ) -> tuple[Retrieval | None, dict[str, Any]]:
+        """The retrieval to score for one invocation, and metadata saying how it was chosen.
+
+        Among the *completed* retrievals of the root: the last one to finish whose run name or
+        tag is ``retriever_name``, or — with no name — the last one to finish. Retrievals that
+        ran in parallel finish in no fixed order: name the one you mean.
+        """
+        found = self.for_root(root_run_id)
+        done = sorted((r for r in found if r.done), key=lambda r: r.end_seq or 0)
+        info: dict[str, Any] = {"retrievals": len(found)}
+        failed = [r for r in found if r.error is not None]
+        if failed:
+            info["retrieval_errors"] = [f"{type(r.error).__name__}: {r.error}" for r in failed]
+        if retriever_name is not None:
+            done = [r for r in done if r.matches(retriever_name)]
+            if not done:
+                names = sorted({r.name or "?" for r in found})
+                info["retrieval_note"] = (
+                    f"no completed retrieval named {retriever_name!r} (saw: {names})"
+                )
+                return None, info
+        if not done:
+            return None, info
+        chosen = done[-1]
+        info["retriever"] = chosen.name
+        info["retrieval_query"] = chosen.query
+        if len(found) > 1:
+            how = f"named {retriever_name!r}" if retriever_name else "the last to finish"
+            info["retrieval_note"] = f"{len(found)} retrievals ran; used {how} ({chosen.name})"
+        return chosen, info
+
+    def contexts(self, root_run_id: UUID, retriever_name: str | None = None) -> list[Context]:
+        """The selected retrieval of one invocation as `Context`s (see `select`)."""
+        chosen, _ = self.select(root_run_id, retriever_name)
+        if chosen is None:
+            return []
+        return chosen.contexts(id_key=self.id_key, score_keys=self.score_keys)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._parents.clear()
+            self._root_inputs.clear()
+            self._retrievals.clear()
+
+
+_ACTIVE: ContextVar[RetrievalCapture | None] = ContextVar(
+    "ragbridge_retrieval_capture", default=None
+)
+register_configure_hook(_ACTIVE, inheritable=True)
+
+
+@contextlib.contextmanager
+def capture_retrievals(
+    *,
+    id_key: str | Sequence[str] | None = None,
+    score_keys: Sequence[str] = DEFAULT_SCORE_KEYS,
+) -> Iterator[RetrievalCapture]:
+    """Capture every retrieval of every Runnable run in this context, with no callbacks passed.
+
+    Works through LangChain's configure hook: any callback manager configured while the block is
+    active (this thread/task and tasks created from it) gets the capture. Nested blocks each see
+    what runs inside them (the inner capture forwards to the outer one).
+    """
+    cap = RetrievalCapture(id_key=id_key, score_keys=score_keys)
+    outer = _ACTIVE.get()
+    if outer is not None:
+        cap._forward = (outer,)
+    token = _ACTIVE.set(cap)
+    try:
+        yield cap
+    finally:
+        _ACTIVE.reset(token)
+
+
+# --------------------------------------------------------------------------- pipelines
+
+
+def _message_text(message: BaseMessage) -> str:
+    """A message's text; content may be a list of blocks (Anthropic-style)."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return str(message.text)
+
+
+_ANSWER_KEYS = ("answer", "output", "result")
+
+
+def _answer_of(output: Any, answer_key: str | None) -> str | None:
+    """The answer in a chain's output: a str, a message, or a dict's answer/output/result."""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, BaseMessage):
+        return _message_text(output)
+    if isinstance(output, Mapping):
+        keys = (answer_key,) if answer_key is not None else _ANSWER_KEYS
+        for key in keys:
+            if key in output:
+                return _answer_of(output[key], None)
+        return None
+    return None
+
+
+def _chain_input(question: str, input_key: str | None) -> Any:
+    return question if input_key is None else {input_key: question}
+
+
+def _run_sync(coro: Any) -> Any:
+    """Run a coroutine from sync code, also inside a running loop (Jupyter): on a worker thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ragbridge") as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+async def arun_pipeline(
+    chain: Runnable[Any, Any],
+    samples: Iterable[Sample],
+    *,
+    retriever_name: str | None = None,
+    max_concurrency: int = 8,
+    progress: Progress | None = None,
+    answer_key: str | None = None,
+    input_key: str | None = None,
+    id_key: str | Sequence[str] | None = None,
+    config: RunnableConfig | None = None,
+) -> list[Sample]:
+    """Async `run_pipeline`."""
+    if max_concurrency < 1:
+        raise ValueError("max_concurrency must be >= 1")
+    items = list(samples)
+    cap = RetrievalCapture(id_key=id_key)
+    sem = asyncio.Semaphore(max_concurrency)
+    done = 0
+    base = dict(config or {})
+    user_callbacks = base.pop("callbacks", None)
+
+    async def one(sample: Sample) -> Sample:
+        nonlocal done
+        run_id = uuid4()
+        callbacks: list[Any] = [cap]
+        if isinstance(user_callbacks, list):
+            callbacks.extend(user_callbacks)
+        run_config: RunnableConfig = {
+            **base,  # type: ignore[typeddict-item]
+            "callbacks": callbacks,
+            "run_id": run_id,
+            "metadata": {**dict(base.get("metadata") or {}), "ragbridge_sample_id": sample.id},
+        }
+        metadata = dict(sample.metadata)
+        answer: str | None = None
+        async with sem:
+            start = time.perf_counter()
+            try:
+                output = await chain.ainvoke(_chain_input(sample.question, input_key), run_config)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # one failing sample must not stop the run
+                metadata["error"] = f"{type(exc).__name__}: {exc}"
+            else:
+                answer = _answer_of(output, answer_key)
+                if answer is None:
+                    metadata["answer_note"] = (
+                        f"no answer found in chain output of type {type(output).__name__}"
+                    )
+            metadata["latency_s"] = time.perf_counter() - start
+        chosen, info = cap.select(run_id, retriever_name)
+        metadata.update(info)
+        contexts = [] if chosen is None else chosen.contexts(id_key=id_key)
+        done += 1
+        if progress is not None:
+            progress(done, len(items))
+        return sample.model_copy(
+            update={"answer": answer, "contexts": contexts, "metadata": metadata}
+        )
+
+    return list(await asyncio.gather(*(one(s) for s in items)))
+
+
+def run_pipeline(
+    chain: Runnable[Any, Any],
+    samples: Iterable[Sample],
+    *,
+    retriever_name: str | None = None,
+    max_concurrency: int = 8,
+    progress: Progress | None = None,
+    answer_key: str | None = None,
+    input_key: str | None = None,
+    id_key: str | Sequence[str] | None = None,
+    config: RunnableConfig | None = None,
+) -> list[Sample]:
+    """Run ``chain`` on each sample's question; return copies with ``contexts`` and ``answer``.
+
+    Each input gets its own root run id, so the retrieval captured inside the chain is matched
+    to *its* sample however the runs interleave. When several retrievals ran, the one named
+    ``retriever_name`` (run name or tag) is used, else the last to finish; ``metadata`` says which
+    (``retriever``, ``retrieval_query``, ``retrieval_note``). ``answer`` is the output string,
+    an AIMessage's content, or the dict key ``answer_key`` (default: answer/output/result).
+    ``metadata["latency_s"]`` is the wall time of the invocation. A chain error on one sample is
+    recorded as ``metadata["error"]`` (no answer) and the run continues. ``input_key`` sends
+    ``{input_key: question}`` instead of the bare question. At most ``max_concurrency``
+    invocations run at once. Reference, relevance and metadata are kept.
+    """
+    return _run_sync(  # type: ignore[no-any-return]
+        arun_pipeline(
+            chain,
+            samples,
+            retriever_name=retriever_name,
+            max_concurrency=max_concurrency,
+            progress=progress,
+            answer_key=answer_key,
+            input_key=input_key,
+            id_key=id_key,
+            config=config,
+        )
+    )
+
+
+async def aretrieve_only(
+    retriever: Runnable[Any, Any],
+    samples: Iterable[Sample],
+    k: int | None = None,
+    *,
+    max_concurrency: int = 8,
+    id_key: str | Sequence[str] | None = None,
+) -> list[Sample]:
+    """Async `retrieve_only`."""
+    items = list(samples)
+    sem = asyncio.Semaphore(max_concurrency)
+
+    async def one(sample: Sample) -> Sample:
+        metadata = dict(sample.metadata)
+        contexts: list[Context] = []
+        async with sem:
+            start = time.perf_counter()
+            try:
+                docs = await retriever.ainvoke(sample.question)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                metadata["error"] = f"{type(exc).__name__}: {exc}"
+            else:
+                ranked = list(docs)[:k] if k is not None else list(docs)
+                contexts = [document_to_context(d, id_key=id_key) for d in ranked]
+            metadata["latency_s"] = time.perf_counter() - start
+        return sample.model_copy(update={"contexts": contexts, "metadata": metadata})
+
+    return list(await asyncio.gather(*(one(s) for s in items)))
+
+
+def retrieve_only(
+    retriever: Runnable[Any, Any],
+    samples: Iterable[Sample],
+    k: int | None = None,
+    *,
+    max_concurrency: int = 8,
+    id_key: str | Sequence[str] | None = None,
+) -> list[Sample]:
+    """Retrieval-only run: each sample's ``contexts`` from ``retriever`` (top ``k`` if given).
+
+    For scoring a retriever alone with the ranking measures, without paying for generation.
+    ``k`` cuts the returned ranking; it cannot make a retriever return *more* documents (set its
+    ``search_kwargs`` for that). Errors are recorded per sample as in `run_pipeline`.
+    """
+    return _run_sync(  # type: ignore[no-any-return]
+        aretrieve_only(retriever, samples, k, max_concurrency=max_concurrency, id_key=id_key)
+    )
+
+
+# --------------------------------------------------------------------------- judge & embedder
+
+
+def _model_name(obj: Any) -> str:
+    for attr in ("model_name", "model", "model_id", "deployment_name"):
+        value = getattr(obj, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    return type(obj).__name__
+
+
+def _status_of(exc: BaseException) -> int | None:
+    for holder in (exc, getattr(exc, "response", None)):
+        if holder is None:
+            continue
+        for attr in ("status_code", "status", "http_status"):
+            value = getattr(holder, attr, None)
+            if isinstance(value, int) and not isinstance(value, bool) and 100 <= value < 600:
+                return value
+    return None
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        return None
+    try:
+        value = headers.get("retry-after")
+        return None if value is None else float(value)
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def map_error(exc: Exception) -> Exception | None:
+    """The ragbridge judge error for a provider exception, or None to re-raise it as is.
+
+    Providers (openai, anthropic, httpx, ...) are told apart by status code and class name, not
+    by importing them: this module must not depend on any of them.
+    """
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    message = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, TimeoutError) or any("Timeout" in n for n in names):
+        return JudgeTimeout(message)
+    status = _status_of(exc)
+    text = str(exc).lower()
+    if status == 429 or "RateLimitError" in names or "rate limit" in text or "rate_limit" in text:
+        return RateLimited(message, retry_after=_retry_after(exc))
+    if status is not None and status >= 500:
+        return ServerError(message)
+    if status is not None and 400 <= status < 500:
+        return PermanentJudgeError(message)
+    if names & {"APIConnectionError", "ConnectError", "RemoteProtocolError"}:
+        return ServerError(message)
+    return None
+
+
+_ROLES: dict[str, type[BaseMessage]] = {
+    "system": SystemMessage,
+    "user": HumanMessage,
+    "human": HumanMessage,
+    "assistant": AIMessage,
+    "ai": AIMessage,
+}
+
+
+def to_langchain_messages(messages: Sequence[Message]) -> list[BaseMessage]:
+    """ragbridge's ``{"role", "content"}`` dicts as LangChain messages."""
+    out: list[BaseMessage] = []
+    for message in messages:
+        role = message.get("role", "user")
+        cls = _ROLES.get(role)
+        if cls is None:
+            raise ValueError(f"unknown message role {role!r}")
+        out.append(cls(content=message.get("content", "")))
+    return out
+
+
+def _usage(message: Any) -> Usage:
+    meta = getattr(message, "usage_metadata", None) or {}
+    return Usage(
+        prompt_tokens=int(meta.get("input_tokens") or 0),
+        completion_tokens=int(meta.get("output_tokens") or 0),
+    )
+
+
+def _raw_text(message: Any) -> str:
+    """The text of a raw reply; for a tool call, its arguments as JSON (so a repair can quote
+    what was wrong)."""
+    if not isinstance(message, BaseMessage):
+        return "" if message is None else str(message)
+    calls = getattr(message, "tool_calls", None) or []
+    if calls:
+        return json.dumps(calls[0].get("args", {}))
+    return _message_text(message)
+
+
+_STRUCTURED_METHODS = ("function_calling", "json_mode")
+
+
+class LangChainJudge:
+    """A LangChain chat model as a ragbridge `Judge`.
+
+    With a schema it uses the model's structured output (``function_calling``, then
+    ``json_mode``; or only ``method`` when given), falling back to a plain prompt whose text the
+    engine parses. A structured call that parses to ``None`` (a model answering in prose instead
+    of calling the tool) is returned as text with ``parsed=None``, so the engine repairs it
+    instead of taking it for an answer. Provider errors are mapped to the engine's retry classes.
+    """
+
+    def __init__(self, chat_model: Any, *, method: str | None = None) -> None:
+        self.chat_model = chat_model
+        self.method = method
+        self.model: str = _model_name(chat_model)
+        self._structured: dict[type[BaseModel], tuple[str | None, Any]] = {}
+        self._lock = threading.Lock()
+
+    def _runnable_for(self, schema: type[BaseModel]) -> tuple[str | None, Any]:
+        """The structured runnable for ``schema`` (built once), or ``(None, None)`` for plain."""
+        with self._lock:
+            cached = self._structured.get(schema)
+        if cached is not None:
+            return cached
+        methods = (self.method,) if self.method is not None else _STRUCTURED_METHODS
+        chosen: tuple[str | None, Any] = (None, None)
+        for method in methods:
+            try:
+                runnable = self.chat_model.with_structured_output(
+                    schema, method=method, include_raw=True
+                )
+            except (NotImplementedError, ValueError, TypeError, AttributeError):
+                continue
+            chosen = (method, runnable)
+            break
+        with self._lock:
+            self._structured[schema] = chosen
+        return chosen
+
+    async def generate(
+        self, messages: Sequence[Message], *, schema: type[BaseModel] | None = None
+    ) -> JudgeReply:
+        lc_messages = to_langchain_messages(messages)
+        try:
+            if schema is not None:
+                _, runnable = self._runnable_for(schema)
+                if runnable is not None:
+                    result = await runnable.ainvoke(lc_messages)
+                    return self._structured_reply(result, schema)
+            reply = await self.chat_model.ainvoke(lc_messages)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            mapped = map_error(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
+        return JudgeReply(text=_raw_text(reply), usage=_usage(reply))
+
+    @staticmethod
+    def _structured_reply(result: Any, schema: type[BaseModel]) -> JudgeReply:
+        raw = result.get("raw") if isinstance(result, Mapping) else result
+        parsed = result.get("parsed") if isinstance(result, Mapping) else None
+        usage = _usage(raw)
+        if parsed is None:
+            return JudgeReply(text=_raw_text(raw), parsed=None, usage=usage)
+        if isinstance(parsed, BaseModel):
+            return JudgeReply(text=parsed.model_dump_json(), parsed=parsed, usage=usage)
+        return JudgeReply(text=json.dumps(parsed, default=str), parsed=parsed, usage=usage)
+
+
+class LangChainEmbedder:
+    """A LangChain ``Embeddings`` as a ragbridge `Embedder` (``aembed_documents``)."""
+
+    def __init__(self, embeddings: Any, *, model: str | None = None) -> None:
+        self.embeddings = embeddings
+        self.model: str = model or _model_name(embeddings)
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        try:
+            vectors = await self.embeddings.aembed_documents(list(texts))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            mapped = map_error(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
+        return [list(map(float, v)) for v in vectors]

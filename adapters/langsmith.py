@@ -1,0 +1,623 @@
+"""Turn LangSmith traces into ragbridge `Sample`s (the *source* side of the LangSmith adapter).
+
+Why it exists: a team that already traces its RAG pipeline with LangSmith has every sample it
+needs in its runs — the question in the root's inputs, the retrieved passages in a retriever
+child run, the answer in the root's outputs. This module reads them from wherever they are:
+
+* a live `langsmith.run_trees.RunTree`, e.g. the ``run`` handed to an evaluator inside
+  ``langsmith.evaluate`` (its ``child_runs`` are populated, even offline);
+* `langsmith.schemas.Run` objects from ``client.list_runs`` (`samples_from_project`);
+* runs exported as JSON / JSONL (`load_runs`), which the API returns *flat*: each run names its
+  ``parent_run_id`` and the tree has to be rebuilt.
+
+LangSmith stores retrieved documents in several shapes, all accepted: a LangChain retriever
+writes ``{"documents": [Document, ...]}`` (dicts with ``page_content``/``metadata``/``id`` once
+serialised, or LangChain's ``{"lc": 1, "type": "constructor", ...}`` form); a ``@traceable``
+function returning a list writes ``{"output": [...]}``, whose items may be Documents, dicts with
+``page_content``, ``text`` or ``content``, or bare strings. A trace that does not fit raises a
+`ValueError` naming the run id and what is missing, because a silently empty context list would
+score as a bad retriever instead of a broken trace.
+
+`offline_client` gives a `langsmith.Client` that never opens a connection, so
+``langsmith.evaluate(..., upload_results=False, client=offline_client())`` runs with no network
+and no API key (tests, CI, laptops on a plane).
+
+Importing this module without langsmith raises ImportError naming the extra:
+``pip install "ragbridge[langsmith]"``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ragbridge.core.sample import Context, Sample
+
+INSTALL_HINT = 'pip install "ragbridge[langsmith]"'
+"""What to run when the ``langsmith`` extra is missing."""
+
+try:
+    from langsmith import Client
+    from langsmith.schemas import Run
+except ImportError as exc:  # the fence: name the extra, not just the missing module
+    raise ImportError(
+        f"ragbridge.adapters.langsmith needs langsmith, which is not installed ({exc}); "
+        f"install the langsmith extra: {INSTALL_HINT}"
+    ) from exc
+
+
+__all__ = [
+    "INSTALL_HINT",
+    "OfflineClient",
+    "build_run_trees",
+    "load_runs",
+    "offline_client",
+    "sample_from_run",
+    "samples_from_project",
+    "samples_from_runs",
+]
+
+RetrieverSelector = str | Callable[[Any], bool] | None
+"""A retriever run's name, a predicate over runs, or None for ``run_type == "retriever"``."""
+
+_QUESTION_KEYS = ("question", "input", "query", "user_input")
+_ANSWER_KEYS = ("answer", "output", "result", "response", "text", "content")
+_REFERENCE_KEYS = ("reference", "ground_truth", "expected_output", "answer")
+_DOC_LIST_KEYS = ("documents", "output", "docs", "contexts", "results")
+_ID_METADATA_KEYS = ("id", "doc_id", "document_id")
+_SCORE_KEYS = ("score", "relevance_score", "similarity")
+
+
+# --------------------------------------------------------------------------- run access
+
+
+def _get(run: Any, name: str, default: Any = None) -> Any:
+    """Read a field from a RunTree, a schemas.Run or a plain dict alike."""
+    if isinstance(run, Mapping):
+        return run.get(name, default)
+    return getattr(run, name, default)
+
+
+def _children(run: Any) -> list[Any]:
+    """A run's children in start order (exports and list_runs do not promise any order)."""
+    children = list(_get(run, "child_runs") or [])
+    return sorted(children, key=_start_key)
+
+
+def _start_key(run: Any) -> tuple[str, str]:
+    start = _get(run, "start_time")
+    stamp = start.isoformat() if hasattr(start, "isoformat") else str(start or "")
+    return (stamp, str(_get(run, "dotted_order") or ""))
+
+
+def _label(run: Any) -> str:
+    """How errors name a run: its id (searchable in the LangSmith UI) and its name."""
+    return f"run {_get(run, 'id')} ({_get(run, 'name')!r})"
+
+
+def _descendants(run: Any) -> list[Any]:
+    """The run and all runs below it, depth-first in start order."""
+    found = [run]
+    for child in _children(run):
+        found.extend(_descendants(child))
+    return found
+
+
+# --------------------------------------------------------------------------- retriever
+
+
+def _select_retrievers(root: Any, retriever: RetrieverSelector) -> list[Any]:
+    """Every run matching the selector, in start order; raises naming what the trace holds."""
+    runs = _descendants(root)
+    if retriever is None:
+        matches = [r for r in runs if _get(r, "run_type") == "retriever"]
+        if not matches:
+            seen = sorted({str(_get(r, "run_type")) for r in runs})
+            raise ValueError(
+                f"{_label(root)}: no retriever child run (run_types seen: {', '.join(seen)}); "
+                "pass retriever=<run name> or a selector function"
+            )
+    elif isinstance(retriever, str):
+        matches = [r for r in runs if _get(r, "name") == retriever]
+        if not matches:
+            seen = sorted({str(_get(r, "name")) for r in runs})
+            raise ValueError(
+                f"{_label(root)}: no child run named {retriever!r} "
+                f"(run names seen: {', '.join(seen)})"
+            )
+    elif callable(retriever):
+        matches = [r for r in runs if retriever(r)]
+        if not matches:
+            raise ValueError(f"{_label(root)}: no run matched the retriever selector")
+    else:
+        raise TypeError(f"retriever must be a run name, a callable or None, got {retriever!r}")
+    return sorted(matches, key=_start_key)
+
+
+def _document_list(run: Any) -> list[Any]:
+    """The list of retrieved items in a retriever run's outputs, whatever key holds it."""
+    outputs = _get(run, "outputs")
+    error = _get(run, "error")
+    if not outputs and (outputs is None or error):  # a failed run ends with {} or None
+        why = f" (it failed: {str(error).splitlines()[0]})" if error else ""
+        raise ValueError(f"{_label(run)}: retriever run has no outputs{why}")
+    if isinstance(outputs, list):
+        return outputs
+    if not isinstance(outputs, Mapping):
+        raise ValueError(
+            f"{_label(run)}: retriever outputs are {type(outputs).__name__}, expected a dict "
+            "with 'documents' or 'output'"
+        )
+    for key in _DOC_LIST_KEYS:
+        if key in outputs:
+            value = outputs[key]
+            if value is None:
+                return []
+            if isinstance(value, (list, tuple)):
+                return list(value)
+            raise ValueError(
+                f"{_label(run)}: retriever outputs[{key!r}] is {type(value).__name__}, "
+                "expected a list of documents"
+            )
+    lists = [v for v in outputs.values() if isinstance(v, (list, tuple))]
+    if len(lists) == 1:
+        return list(lists[0])
+    raise ValueError(
+        f"{_label(run)}: retriever outputs have no documents list "
+        f"(keys: {', '.join(map(str, outputs)) or 'none'}); expected 'documents' or 'output'"
+    )
+
+
+def _score_of(*sources: Mapping[str, Any]) -> float | None:
+    for source in sources:
+        for key in _SCORE_KEYS:
+            value = source.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                number = float(value)
+                if math.isfinite(number):
+                    return number
+    return None
+
+
+def _context(run: Any, index: int, item: Any) -> Context:
+    """One retrieved item as a `Context`; raises naming the run and item when it has no text."""
+    if isinstance(item, str):
+        return Context(text=item)
+    if not isinstance(item, Mapping) and hasattr(item, "page_content"):  # a live Document
+        item = {
+            "page_content": item.page_content,
+            "metadata": getattr(item, "metadata", None) or {},
+            "id": getattr(item, "id", None),
+        }
+    if not isinstance(item, Mapping):
+        raise ValueError(
+            f"{_label(run)}: documents output item {index} is {type(item).__name__}, "
+            "expected a Document, a dict or a string"
+        )
+    if item.get("lc") == 1 and isinstance(item.get("kwargs"), Mapping):
+        item = item["kwargs"]  # LangChain's serialised-constructor form of a Document
+    text = None
+    for key in ("page_content", "text", "content"):
+        if isinstance(item.get(key), str):
+            text = item[key]
+            break
+    if text is None:
+        keys = ", ".join(map(str, item)) or "none"
+        raise ValueError(
+            f"{_label(run)}: documents output has no page_content in item {index} (keys: {keys})"
+        )
+    metadata = dict(item.get("metadata") or {})
+    doc_id = item.get("id")
+    if doc_id is None:
+        doc_id = next((metadata[k] for k in _ID_METADATA_KEYS if metadata.get(k) is not None), None)
+    return Context(
+        text=text,
+        id=None if doc_id is None else str(doc_id),
+        score=_score_of(item, metadata),
+        metadata=metadata,
+    )
+
+
+# --------------------------------------------------------------------------- question / answer
+
+
+def _find_text(value: Any, keys: Sequence[str], depth: int = 0) -> str | None:
+    """A string in ``value``: itself, under one of ``keys``, or its only string field.
+
+    Nested dicts are searched because ``langsmith.evaluate`` passes the example inputs dict as
+    the target's first argument, so a traced ``pipeline(inputs)`` records
+    ``{"inputs": {"question": ...}}``.
+    """
+    if isinstance(value, str):
+        return value
+    if depth > 3:
+        return None
+    content = getattr(value, "content", None)  # a chat message (AIMessage) answer
+    if isinstance(content, str) and not isinstance(value, Mapping):
+        return content
+    if not isinstance(value, Mapping):
+        return None
+    for key in keys:
+        if key in value:
+            found = _find_text(value[key], keys, depth + 1)
+            if found is not None:
+                return found
+    strings = [v for v in value.values() if isinstance(v, str)]
+    if len(strings) == 1:
+        return strings[0]
+    if len(value) == 1:
+        return _find_text(next(iter(value.values())), keys, depth + 1)
+    return None
+
+
+def _question(root: Any, question_key: str | None) -> str:
+    inputs = _get(root, "inputs") or {}
+    if question_key is not None:
+        if not isinstance(inputs, Mapping) or question_key not in inputs:
+            keys = ", ".join(map(str, inputs)) if isinstance(inputs, Mapping) else "none"
+            raise ValueError(f"{_label(root)}: inputs have no {question_key!r} (keys: {keys})")
+        found = _find_text(inputs[question_key], _QUESTION_KEYS)
+    else:
+        found = _find_text(inputs, _QUESTION_KEYS)
+    if found is None:
+        keys = ", ".join(map(str, inputs)) if isinstance(inputs, Mapping) else "none"
+        raise ValueError(
+            f"{_label(root)}: cannot find the question in the inputs (keys: {keys}); "
+            "pass question_key=<input name>"
+        )
+    return found
+
+
+def _answer(root: Any, answer_key: str | None, answer_run: str | None) -> str | None:
+    source = root
+    if answer_run is not None:
+        named = [r for r in _descendants(root) if _get(r, "name") == answer_run]
+        if not named:
+            raise ValueError(f"{_label(root)}: no child run named {answer_run!r} (answer_run)")
+        source = sorted(named, key=_start_key)[-1]
+    outputs = _get(source, "outputs")
+    if answer_key is not None:
+        if not isinstance(outputs, Mapping) or answer_key not in outputs:
+            keys = ", ".join(map(str, outputs)) if isinstance(outputs, Mapping) else "none"
+            raise ValueError(f"{_label(source)}: outputs have no {answer_key!r} (keys: {keys})")
+        return _find_text(outputs[answer_key], _ANSWER_KEYS)
+    if outputs is None:
+        return None  # the pipeline failed after retrieval; the sample still scores retrieval
+    return _find_text(outputs, _ANSWER_KEYS)
+
+
+def _example_fields(example: Any) -> tuple[str | None, list[str] | None, dict[str, int] | None]:
+    """Reference answer, reference contexts and graded relevance from an example's outputs."""
+    outputs = _get(example, "outputs") or {}
+    if not isinstance(outputs, Mapping):
+        return None, None, None
+    reference = next((outputs[k] for k in _REFERENCE_KEYS if isinstance(outputs.get(k), str)), None)
+    contexts = outputs.get("reference_contexts")
+    reference_contexts = [str(c) for c in contexts] if isinstance(contexts, (list, tuple)) else None
+    relevance: dict[str, int] | None = None
+    graded = outputs.get("relevance", outputs.get("qrels"))
+    if isinstance(graded, Mapping):
+        relevance = {str(k): v for k, v in graded.items()}
+    else:
+        ids = outputs.get("relevant_ids", outputs.get("relevant_doc_ids"))
+        if isinstance(ids, (list, tuple)):
+            relevance = {str(i): 1 for i in ids}
+    return reference, reference_contexts, relevance
+
+
+# --------------------------------------------------------------------------- public: one run
+
+
+def sample_from_run(
+    run: Any,
+    example: Any = None,
+    *,
+    retriever: RetrieverSelector = None,
+    question_key: str | None = None,
+    answer_key: str | None = None,
+    answer_run: str | None = None,
+    sample_id: str | None = None,
+) -> Sample:
+    """The `Sample` recorded by one trace (a `RunTree` or `langsmith.schemas.Run` with children).
+
+    ``retriever`` picks the retrieval run: None takes runs with ``run_type == "retriever"``, a
+    string matches run names, a callable is a predicate over runs. When several match, the last
+    one to start is used — in a pipeline that retrieves again (query rewriting, agents) the last
+    retrieval is the one the answer was written from — and the others are listed in
+    ``metadata["langsmith"]["other_retriever_runs"]``. The root itself may be the retriever.
+
+    The question comes from the root's inputs (``question_key``, else ``question``/``input``/
+    ``query``, else its only string input); the answer from the root's outputs (``answer_key``,
+    else ``answer``/``output``, else a bare string) or from the child named ``answer_run``. With
+    an ``example`` (a `langsmith.schemas.Example` or a dict with ``outputs``), ``reference``
+    comes from ``reference``/``ground_truth``/``expected_output``/``answer`` and ``relevance``
+    from ``relevance`` (id → grade) or ``relevant_ids`` (grade 1).
+
+    The sample id is ``sample_id``, else the example id (so runs of two experiments over one
+    dataset pair up in `ragbridge.core.compare`), else the root run id.
+
+    Raises ValueError naming the run id and the missing field when the trace does not fit.
+    """
+    if run is None:
+        raise ValueError("sample_from_run() got None instead of a run")
+    selected = _select_retrievers(run, retriever)
+    chosen = selected[-1]
+    contexts = [_context(chosen, i, item) for i, item in enumerate(_document_list(chosen))]
+    question = _question(run, question_key)
+    answer = _answer(run, answer_key, answer_run)
+    reference = reference_contexts = relevance = None
+    if example is not None:
+        reference, reference_contexts, relevance = _example_fields(example)
+    example_id = _get(example, "id") if example is not None else None
+    if example_id is None:
+        example_id = _get(run, "reference_example_id")
+    info: dict[str, Any] = {
+        "run_id": str(_get(run, "id")),
+        "run_name": _get(run, "name"),
+        "trace_id": None if _get(run, "trace_id") is None else str(_get(run, "trace_id")),
+        "retriever_run_id": str(_get(chosen, "id")),
+        "retriever_run_name": _get(chosen, "name"),
+    }
+    if example_id is not None:
+        info["example_id"] = str(example_id)
+    if len(selected) > 1:
+        info["other_retriever_runs"] = [
+            {"id": str(_get(r, "id")), "name": _get(r, "name")} for r in selected[:-1]
+        ]
+    return Sample(
+        id=sample_id or str(example_id if example_id is not None else _get(run, "id")),
+        question=question,
+        answer=answer,
+        contexts=contexts,
+        reference=reference,
+        reference_contexts=reference_contexts,
+        relevance=relevance,
+        metadata={"langsmith": info},
+    )
+
+
+# --------------------------------------------------------------------------- trees from flat runs
+
+
+def _as_run(record: Any) -> Run:
+    """A `Run` (without children) from a dict or run object; nested children are dropped here."""
+    if isinstance(record, Run):
+        return record.model_copy(update={"child_runs": []})
+    data = dict(record) if isinstance(record, Mapping) else record.model_dump()
+    data.pop("child_runs", None)
+    data.pop("parent_run", None)
+    data.setdefault("trace_id", data.get("id"))  # fixed up once the tree is known
+    if "run_type" not in data:
+        raise ValueError(f"run {data.get('id')}: no run_type field")
+    return Run.model_validate({**data, "child_runs": []})
+
+
+def _flatten(records: Iterable[Any]) -> list[Any]:
+    """Records with any nested ``child_runs`` lifted out, so both export styles load alike."""
+    flat: list[Any] = []
+    for record in records:
+        flat.append(record)
+        children = _get(record, "child_runs") or []
+        for child in _flatten(children):
+            if _get(child, "parent_run_id") is None and isinstance(child, Mapping):
+                child = {**child, "parent_run_id": _get(record, "id")}
+            flat.append(child)
+    return flat
+
+
+def build_run_trees(records: Iterable[Any]) -> list[Run]:
+    """Rebuild trees from flat runs (dicts or `Run`s linked by ``parent_run_id``); roots out.
+
+    Children are ordered by start time, which is the order a pipeline did things in. A run whose
+    parent is not among ``records`` (an export filtered by run type, say) becomes a root, so
+    nothing read is silently dropped. Duplicate ids keep the last record.
+    """
+    by_id: dict[str, Run] = {}
+    for record in _flatten(records):
+        run = _as_run(record)
+        by_id[str(run.id)] = run
+    roots: list[Run] = []
+    for run in by_id.values():
+        parent = by_id.get(str(run.parent_run_id)) if run.parent_run_id is not None else None
+        if parent is None:
+            roots.append(run)
+        else:
+            assert parent.child_runs is not None
+            parent.child_runs.append(run)
+    for run in by_id.values():
+        run.child_runs = sorted(run.child_runs or [], key=_start_key)
+    for root in roots:
+        for run in _descendants(root)[1:]:
+            run.trace_id = root.trace_id if root.trace_id is not None else root.id
+    return sorted(roots, key=_start_key)
+
+
+def load_runs(path: str | os.PathLike[str]) -> list[Run]:
+    """Runs exported as JSON (a list, or ``{"runs": [...]}``) or JSONL, rebuilt into trees.
+
+    Returns the root runs, each a `langsmith.schemas.Run` with ``child_runs`` filled in.
+    """
+    source = Path(path)
+    text = source.read_text(encoding="utf-8")
+    records: list[Any] = []
+    try:
+        whole: Any = json.loads(text)  # a JSON document: a list, {"runs": [...]}, or one run
+    except json.JSONDecodeError:
+        for number, line in enumerate(text.splitlines(), start=1):  # JSONL: one run a line
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{source}:{number}: invalid JSON: {exc.msg}") from None
+    else:
+        if isinstance(whole, Mapping) and isinstance(whole.get("runs"), list):
+            records = whole["runs"]
+        elif isinstance(whole, Mapping):
+            records = [whole]
+        elif isinstance(whole, list):
+            records = whole
+        else:
+            raise ValueError(f"{source}: expected runs as a JSON list or JSONL, got {whole!r}")
+    try:
+        return build_run_trees(records)
+    except Exception as exc:
+        if isinstance(exc, ValueError) and str(exc).startswith("run "):
+            raise ValueError(f"{source}: {exc}") from None
+        raise ValueError(f"{source}: not a LangSmith run export: {exc}") from exc
+
+
+# --------------------------------------------------------------------------- many runs
+
+
+def _examples_by_id(examples: Iterable[Any] | Mapping[str, Any] | None) -> dict[str, Any]:
+    if examples is None:
+        return {}
+    if isinstance(examples, Mapping):
+        return {str(k): v for k, v in examples.items()}
+    return {str(_get(e, "id")): e for e in examples}
+
+
+def samples_from_runs(
+    runs: Iterable[Any],
+    examples: Iterable[Any] | Mapping[str, Any] | None = None,
+    *,
+    retriever: RetrieverSelector = None,
+    question_key: str | None = None,
+    answer_key: str | None = None,
+    answer_run: str | None = None,
+) -> list[Sample]:
+    """One `Sample` per root run (see `sample_from_run` for the arguments).
+
+    ``runs`` may be trees (from `load_runs`, or live RunTrees) or a flat list (dicts or `Run`s
+    linked by ``parent_run_id``, as ``client.list_runs`` yields them): flat lists are rebuilt
+    first. ``examples`` (Examples or dicts, or a mapping id → example) are matched to runs by
+    ``reference_example_id`` — the link an experiment run keeps to its dataset row.
+    """
+    items = list(runs)
+    ids = {str(_get(r, "id")) for r in items}
+    if any(str(_get(r, "parent_run_id")) in ids for r in items):
+        items = build_run_trees(items)
+    by_id = _examples_by_id(examples)
+    samples = []
+    for root in items:
+        if _get(root, "parent_run_id") is not None and str(_get(root, "parent_run_id")) in ids:
+            continue
+        ref = _get(root, "reference_example_id")
+        samples.append(
+            sample_from_run(
+                root,
+                by_id.get(str(ref)) if ref is not None else None,
+                retriever=retriever,
+                question_key=question_key,
+                answer_key=answer_key,
+                answer_run=answer_run,
+            )
+        )
+    return samples
+
+
+def samples_from_project(
+    client: Any,
+    project_name: str,
+    *,
+    filter: str | None = None,
+    limit: int | None = None,
+    examples: Iterable[Any] | Mapping[str, Any] | None = None,
+    retriever: RetrieverSelector = None,
+    question_key: str | None = None,
+    answer_key: str | None = None,
+    answer_run: str | None = None,
+) -> list[Sample]:
+    """Samples from the traces of a LangSmith project (or experiment), read with ``client``.
+
+    Root runs are listed with ``client.list_runs(project_name=..., is_root=True, filter=...,
+    limit=...)`` — so ``filter`` and ``limit`` apply to traces, not to individual runs — and
+    each trace's runs are then fetched by ``trace_id`` and rebuilt into a tree. ``client`` is a
+    `langsmith.Client` or anything with the same ``list_runs``.
+    """
+    roots = list(
+        client.list_runs(project_name=project_name, is_root=True, filter=filter, limit=limit)
+    )
+    trees = []
+    for root in roots:
+        trace = list(client.list_runs(project_name=project_name, trace_id=_get(root, "id")))
+        if not any(str(_get(r, "id")) == str(_get(root, "id")) for r in trace):
+            trace.append(root)
+        built = [t for t in build_run_trees(trace) if str(t.id) == str(_get(root, "id"))]
+        trees.extend(built)
+    return samples_from_runs(
+        trees,
+        examples,
+        retriever=retriever,
+        question_key=question_key,
+        answer_key=answer_key,
+        answer_run=answer_run,
+    )
+
+
+# --------------------------------------------------------------------------- offline client
+
+
+class OfflineClient(Client):
+    """A `langsmith.Client` that never touches the network; runs are kept in memory instead.
+
+    Why: ``langsmith.evaluate`` without a client probes the API in a background thread, and
+    LangChain runnables inside a trace post their runs even with ``upload_results=False``. This
+    client skips the ``/info`` probe (``info={}``), posts nothing synchronously
+    (``auto_batch_tracing=False``) and records every ``create_run``/``update_run`` payload in
+    ``payloads`` — so traces can be inspected (`recorded_runs`, `recorded_trees`) in tests.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
+            api_url="http://127.0.0.1:1", api_key="x", info={}, auto_batch_tracing=False
+        )
+        # Not named `runs`: that is a read-only property of Client.
+        self.payloads: list[tuple[str, dict[str, Any]]] = []
+
+    def create_run(self, *args: Any, **kwargs: Any) -> None:
+        """Record the run instead of POSTing it."""
+        names = ("name", "inputs", "run_type")
+        self.payloads.append(("create", {**dict(zip(names, args, strict=False)), **kwargs}))
+
+    def update_run(self, *args: Any, **kwargs: Any) -> None:
+        """Record the update instead of PATCHing it."""
+        payload = {**kwargs}
+        if args:
+            payload["run_id"] = args[0]
+        self.payloads.append(("update", payload))
+
+    def recorded_runs(self) -> list[dict[str, Any]]:
+        """The recorded runs as flat dicts (creates merged with their updates), like an export."""
+        merged: dict[str, dict[str, Any]] = {}
+        for kind, payload in self.payloads:
+            data = {k: v for k, v in payload.items() if v is not None}
+            run_id = data.pop("run_id", None) if kind == "update" else data.get("id")
+            if run_id is None:
+                continue
+            data["id"] = run_id
+            merged.setdefault(str(run_id), {}).update(data)
+        return list(merged.values())
+
+    def recorded_trees(self) -> list[Run]:
+        """The recorded runs rebuilt into trees (roots, children in start order)."""
+        return build_run_trees(self.recorded_runs())
+
+    def clear(self) -> None:
+        """Forget the recorded payloads."""
+        self.payloads.clear()
+
+
+def offline_client() -> OfflineClient:
+    """A `langsmith.Client` that makes no network connection (see `OfflineClient`).
+
+    Use it as ``langsmith.evaluate(target, data=[Example(...)], evaluators=[...],
+    upload_results=False, client=offline_client())`` or
+    ``langsmith.tracing_context(enabled=True, client=offline_client())``.
+    """
+    return OfflineClient()
