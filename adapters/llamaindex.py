@@ -1,0 +1,634 @@
+"""LlamaIndex adapter: capture what LlamaIndex pipelines retrieve, run query engines over samples,
+and use LlamaIndex LLMs and embedding models as ragbridge's `Judge` and `Embedder`.
+
+Why it looks the way it does:
+
+* **Capture through instrumentation, not callbacks.** The legacy ``CallbackManager`` only works
+  when attached to the index or ``Settings``; the instrumentation dispatcher sees every
+  retrieval of every query engine, chat engine and agent. One event handler (retrieval and query
+  ends) and one span handler (parent links) are attached to the *root* dispatcher.
+* **Installed once, gated by captures.** The dispatcher has no API to remove a handler, so the
+  pair is attached on first use and stays; it forwards to the captures currently open and does
+  nothing otherwise. A closed capture is unregistered and drops its span bookkeeping, so it
+  records nothing afterwards and holds no references to a finished run.
+* **Attribution by top-level span and by tags.** Each retrieval is tied to the outermost span it
+  ran under (the user's ``query``/``chat`` call) using the parent ids the dispatcher passes to
+  span handlers; these are per asyncio task and per thread, so concurrent queries never mix.
+  Events also carry the ``instrument_tags({...})`` active when they fired; `run_query_engine`
+  tags each sample's query so its retrievals can be found whatever the span shape.
+* **Document ids survive chunking.** Relevance is labelled on the user's documents, but a
+  splitter turns each into several nodes with fresh ids; ``node.ref_doc_id`` keeps the document
+  id, so contexts use it by default (``use_ref_doc_id=False`` gives node ids). Several chunks of
+  one document are deduplicated by the core's ranking measures, not here.
+* **Handlers must not fail silently.** The dispatcher swallows every exception raised in a
+  handler, so handlers here are small and their logic is exercised directly by the tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import math
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ragbridge.core.judge import (
+    JudgeReply,
+    JudgeTimeout,
+    Message,
+    PermanentJudgeError,
+    RateLimited,
+    ServerError,
+)
+from ragbridge.core.results import Usage
+from ragbridge.core.sample import Context, Sample
+
+INSTALL_HINT = 'pip install "ragbridge[llamaindex]"'
+"""What to run when the ``llamaindex`` extra is missing."""
+
+try:
+    from llama_index.core.base.llms.types import ChatMessage, MessageRole
+    from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+    from llama_index.core.instrumentation.events import BaseEvent
+    from llama_index.core.instrumentation.events.query import QueryEndEvent
+    from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent
+    from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
+    from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+
+    # llama-index-core re-exports these two from its own dependency without declaring them
+    # (so strict type checkers reject the re-export); import them where they are defined.
+    from llama_index_instrumentation import get_dispatcher
+    from llama_index_instrumentation.dispatcher import active_instrument_tags, instrument_tags
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(
+        f"ragbridge.adapters.llamaindex needs llama-index-core ({exc}); install the extra: "
+        f"{INSTALL_HINT}"
+    ) from exc
+
+__all__ = [
+    "INSTALL_HINT",
+    "CapturedQuery",
+    "CapturedRetrieval",
+    "LlamaIndexEmbedder",
+    "LlamaIndexJudge",
+    "RetrievalCapture",
+    "arun_query_engine",
+    "capture_retrievals",
+    "map_error",
+    "node_to_context",
+    "nodes_to_contexts",
+    "run_query_engine",
+    "usage_of",
+]
+
+RUN_TAG = "ragbridge_run"
+SAMPLE_TAG = "ragbridge_sample"
+
+
+# --------------------------------------------------------------------------- node conversion
+
+
+def _finite(value: Any) -> float | None:
+    # Context refuses NaN/inf; a retriever score of None or NaN just means "no score".
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def node_to_context(item: NodeWithScore, *, use_ref_doc_id: bool = True) -> Context:
+    """One retrieved node as a `Context`; ``id`` is the source document id when it has one, so
+    relevance labelled on documents still matches after chunking."""
+    node = item.node
+    ref = node.ref_doc_id
+    metadata: dict[str, Any] = dict(node.metadata or {})
+    metadata["node_id"] = node.node_id
+    if ref is not None:
+        metadata["ref_doc_id"] = ref
+    return Context(
+        text=node.get_content(metadata_mode=MetadataMode.NONE),
+        id=(ref or node.node_id) if use_ref_doc_id else node.node_id,
+        score=_finite(item.score),
+        metadata=metadata,
+    )
+
+
+def nodes_to_contexts(
+    nodes: Iterable[NodeWithScore], *, use_ref_doc_id: bool = True
+) -> list[Context]:
+    """Ranked contexts from nodes, order kept (it is the ranking)."""
+    return [node_to_context(n, use_ref_doc_id=use_ref_doc_id) for n in nodes]
+
+
+def _query_text(query: Any) -> str:
+    if isinstance(query, QueryBundle):
+        return query.query_str
+    return str(query)
+
+
+# --------------------------------------------------------------------------- capture
+
+
+@dataclass(frozen=True)
+class CapturedRetrieval:
+    """One retriever call: its query, nodes (ranked) and where it ran.
+
+    ``root_span_id`` names the outermost call it ran under (``"RetrieverQueryEngine.aquery-…"``),
+    which is what groups the retrievals of one user query; ``tags`` are the instrument tags that
+    were active.
+    """
+
+    query: str
+    nodes: list[NodeWithScore]
+    span_id: str | None
+    root_span_id: str | None
+    tags: dict[str, Any]
+    thread_id: int
+
+    def contexts(self, *, use_ref_doc_id: bool = True) -> list[Context]:
+        return nodes_to_contexts(self.nodes, use_ref_doc_id=use_ref_doc_id)
+
+
+@dataclass(frozen=True)
+class CapturedQuery:
+    """One finished query-engine call (a ``QueryEndEvent``)."""
+
+    query: str
+    response: Any
+    span_id: str | None
+    root_span_id: str | None
+    tags: dict[str, Any]
+
+
+class RetrievalCapture:
+    """Records the retrievals and queries of every LlamaIndex pipeline while it is open.
+
+    Use it as a context manager (``with capture_retrievals() as cap:``) or call `open`/`close`.
+    While open it sees events from every thread and task of the process; group them with
+    `by_root` (one entry per top-level call) or `with_tags`. After `close` it records nothing;
+    what it recorded stays readable.
+    """
+
+    def __init__(self, *, use_ref_doc_id: bool = True) -> None:
+        self.use_ref_doc_id = use_ref_doc_id
+        self.retrievals: list[CapturedRetrieval] = []
+        self.queries: list[CapturedQuery] = []
+        self._lock = threading.Lock()
+        self._roots: dict[str, str] = {}  # open span id -> outermost span id
+        self._active = False
+
+    # -- lifecycle
+    @property
+    def active(self) -> bool:
+        return self._active
+
+    def open(self) -> RetrievalCapture:
+        """Start recording (installs the root-dispatcher handlers on first use)."""
+        _install()
+        with self._lock:
+            self._active = True
+        _ROUTER.add(self)
+        return self
+
+    def close(self) -> None:
+        """Stop recording and forget span bookkeeping; recorded results are kept."""
+        _ROUTER.remove(self)
+        with self._lock:
+            self._active = False
+            self._roots.clear()
+
+    def __enter__(self) -> RetrievalCapture:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- called by the router (any thread)
+    def _span_enter(self, id_: str, parent_id: str | None) -> None:
+        with self._lock:
+            if not self._active:
+                return
+            if parent_id is None:
+                self._roots[id_] = id_
+            else:
+                # A parent opened before this capture is unknown: treat it as the top level.
+                self._roots[id_] = self._roots.get(parent_id, parent_id)
+
+    def _span_exit(self, id_: str) -> None:
+        with self._lock:
+            self._roots.pop(id_, None)
+
+    def _root_of(self, span_id: str | None) -> str | None:
+        if span_id is None:
+            return None
+        return self._roots.get(span_id, span_id)
+
+    def _event(self, event: BaseEvent) -> None:
+        with self._lock:
+            if not self._active:
+                return
+            root = self._root_of(event.span_id)
+            tags = dict(event.tags)
+            if isinstance(event, RetrievalEndEvent):
+                self.retrievals.append(
+                    CapturedRetrieval(
+                        query=_query_text(event.str_or_query_bundle),
+                        nodes=list(event.nodes),
+                        span_id=event.span_id,
+                        root_span_id=root,
+                        tags=tags,
+                        thread_id=threading.get_ident(),
+                    )
+                )
+            elif isinstance(event, QueryEndEvent):
+                self.queries.append(
+                    CapturedQuery(
+                        query=_query_text(event.query),
+                        response=event.response,
+                        span_id=event.span_id,
+                        root_span_id=root,
+                        tags=tags,
+                    )
+                )
+
+    # -- reading
+    def by_root(self) -> dict[str | None, list[CapturedRetrieval]]:
+        """Retrievals grouped by top-level call, in the order the calls first retrieved."""
+        out: dict[str | None, list[CapturedRetrieval]] = {}
+        with self._lock:
+            for r in self.retrievals:
+                out.setdefault(r.root_span_id, []).append(r)
+        return out
+
+    def with_tags(self, **tags: Any) -> list[CapturedRetrieval]:
+        """Retrievals that ran under ``instrument_tags`` containing all of ``tags``."""
+        with self._lock:
+            return [r for r in self.retrievals if all(r.tags.get(k) == v for k, v in tags.items())]
+
+    def contexts(self, retrievals: Iterable[CapturedRetrieval] | None = None) -> list[Context]:
+        """Contexts of ``retrievals`` (default: all), first occurrence of each node kept."""
+        seen: set[str] = set()
+        out: list[Context] = []
+        for r in self.retrievals if retrievals is None else retrievals:
+            for item in r.nodes:
+                if item.node.node_id in seen:
+                    continue
+                seen.add(item.node.node_id)
+                out.append(node_to_context(item, use_ref_doc_id=self.use_ref_doc_id))
+        return out
+
+
+@contextmanager
+def capture_retrievals(*, use_ref_doc_id: bool = True) -> Iterator[RetrievalCapture]:
+    """``with capture_retrievals() as cap:`` — record every retrieval inside the block."""
+    cap = RetrievalCapture(use_ref_doc_id=use_ref_doc_id)
+    cap.open()
+    try:
+        yield cap
+    finally:
+        cap.close()
+
+
+class _Router:
+    """The set of open captures the installed handlers forward to (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._captures: tuple[RetrievalCapture, ...] = ()
+
+    def add(self, cap: RetrievalCapture) -> None:
+        with self._lock:
+            if cap not in self._captures:
+                self._captures = (*self._captures, cap)
+
+    def remove(self, cap: RetrievalCapture) -> None:
+        with self._lock:
+            self._captures = tuple(c for c in self._captures if c is not cap)
+
+    @property
+    def captures(self) -> tuple[RetrievalCapture, ...]:
+        return self._captures  # an immutable snapshot: no lock needed to iterate
+
+
+_ROUTER = _Router()
+
+
+class _EventHandler(BaseEventHandler):
+    """Forwards retrieval and query ends to the open captures; nothing when none is open."""
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "RagbridgeEventHandler"
+
+    def handle(self, event: BaseEvent, **kwargs: Any) -> None:
+        if not isinstance(event, (RetrievalEndEvent, QueryEndEvent)):
+            return
+        for cap in _ROUTER.captures:
+            cap._event(event)
+
+
+class _SpanHandler(BaseSpanHandler[Any]):
+    """Forwards span parent links to the open captures; keeps no spans of its own (returning
+    None from ``new_span`` means the base class stores nothing, so nothing can leak)."""
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "RagbridgeSpanHandler"
+
+    def new_span(
+        self,
+        id_: str,
+        bound_args: Any,
+        instance: Any | None = None,
+        parent_span_id: str | None = None,
+        tags: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        for cap in _ROUTER.captures:
+            cap._span_enter(id_, parent_span_id)
+        return None
+
+    def prepare_to_exit_span(
+        self, id_: str, bound_args: Any, instance: Any | None = None, result: Any = None, **kw: Any
+    ) -> None:
+        for cap in _ROUTER.captures:
+            cap._span_exit(id_)
+        return None
+
+    def prepare_to_drop_span(
+        self,
+        id_: str,
+        bound_args: Any,
+        instance: Any | None = None,
+        err: BaseException | None = None,
+        **kw: Any,
+    ) -> None:
+        for cap in _ROUTER.captures:
+            cap._span_exit(id_)
+        return None
+
+
+_INSTALL_LOCK = threading.Lock()
+_INSTALLED: list[tuple[_EventHandler, _SpanHandler]] = []
+
+
+def _install() -> tuple[_EventHandler, _SpanHandler]:
+    """Attach the handler pair to the root dispatcher, once per process."""
+    with _INSTALL_LOCK:
+        if not _INSTALLED:
+            root = get_dispatcher()
+            events, spans = _EventHandler(), _SpanHandler()
+            root.add_event_handler(events)
+            root.add_span_handler(spans)
+            _INSTALLED.append((events, spans))
+        return _INSTALLED[0]
+
+
+# --------------------------------------------------------------------------- running engines
+
+Progress = Callable[[int, int], Any]
+
+
+def _as_samples(samples: Iterable[Sample | str]) -> list[Sample]:
+    out: list[Sample] = []
+    for i, item in enumerate(samples):
+        out.append(Sample(id=str(i), question=item) if isinstance(item, str) else item)
+    ids = [s.id for s in out]
+    if len(set(ids)) != len(ids):
+        raise ValueError("sample ids must be unique")
+    return out
+
+
+async def arun_query_engine(
+    engine: Any,
+    samples: Iterable[Sample | str],
+    *,
+    max_concurrency: int = 8,
+    progress: Progress | None = None,
+    use_ref_doc_id: bool = True,
+) -> list[Sample]:
+    """Async form of `run_query_engine`."""
+    if max_concurrency < 1:
+        raise ValueError("max_concurrency must be >= 1")
+    todo = _as_samples(samples)
+    run_id = uuid.uuid4().hex
+    gate = asyncio.Semaphore(max_concurrency)
+    done = 0
+
+    async def one(sample: Sample) -> Sample:
+        nonlocal done
+        async with gate:
+            start = time.perf_counter()
+            meta: dict[str, Any] = dict(sample.metadata)
+            answer: str | None = None
+            contexts: list[Context] = []
+            try:
+                # Merged with the caller's tags: instrument_tags replaces, it does not add.
+                tags = {**active_instrument_tags.get(), RUN_TAG: run_id, SAMPLE_TAG: sample.id}
+                with instrument_tags(tags):
+                    response = await engine.aquery(sample.question)
+            except Exception as exc:  # one failing query must not stop the run
+                meta["error"] = f"{type(exc).__name__}: {exc}"
+                response = None
+            meta["latency_s"] = round(time.perf_counter() - start, 6)
+            captured = cap.with_tags(**{RUN_TAG: run_id, SAMPLE_TAG: sample.id})
+            meta["retrievals"] = len(captured)
+            if response is not None:
+                answer = str(response)
+                source = list(getattr(response, "source_nodes", None) or [])
+                if source:
+                    contexts = nodes_to_contexts(source, use_ref_doc_id=use_ref_doc_id)
+                elif captured:
+                    # Engines that do not report sources still retrieved: use what was seen.
+                    contexts = cap.contexts(captured)
+                    meta["contexts_from"] = "instrumentation"
+        done += 1
+        if progress is not None:
+            progress(done, len(todo))
+        data = sample.model_dump()
+        data.update(answer=answer, contexts=contexts, metadata=meta)
+        return Sample.model_validate(data)
+
+    with capture_retrievals(use_ref_doc_id=use_ref_doc_id) as cap:
+        return list(await asyncio.gather(*(one(s) for s in todo)))
+
+
+def run_query_engine(
+    engine: Any,
+    samples: Iterable[Sample | str],
+    *,
+    max_concurrency: int = 8,
+    progress: Progress | None = None,
+    use_ref_doc_id: bool = True,
+) -> list[Sample]:
+    """Ask a LlamaIndex query engine every sample's question; return the samples filled in.
+
+    Runs ``engine.aquery`` with at most ``max_concurrency`` queries in flight. Each result keeps
+    the input's id, reference and relevance, and gets ``answer`` (``str(response)``), ``contexts``
+    (from ``response.source_nodes``, else from the captured retrievals) and
+    ``metadata["latency_s"]``/``["retrievals"]``. A query that raises gets ``metadata["error"]``
+    and no answer; the run continues. Bare strings are accepted as questions (ids ``"0"``, ...).
+    Works inside a running event loop too (the run then uses a worker thread).
+
+    The captured-retrieval fallback needs instrumented components: a ``CustomQueryEngine``'s own
+    ``custom_query`` emits no events, but retrievers it calls do.
+    """
+    coro = arun_query_engine(
+        engine,
+        samples,
+        max_concurrency=max_concurrency,
+        progress=progress,
+        use_ref_doc_id=use_ref_doc_id,
+    )
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ragbridge") as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+# --------------------------------------------------------------------------- judge and embedder
+
+
+def _get(obj: Any, name: str) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+def usage_of(response: Any) -> Usage:
+    """Token usage from a ChatResponse: OpenAI-style ``raw.usage``, Anthropic-style input/output
+    tokens, or the ``prompt_tokens``/``completion_tokens`` some integrations put in
+    ``additional_kwargs``. Zero when the provider reports nothing."""
+    places = [_get(_get(response, "raw"), "usage"), _get(response, "raw"),
+              _get(response, "additional_kwargs")]  # fmt: skip
+    for place in places:
+        if place is None:
+            continue
+        prompt = _get(place, "prompt_tokens") or _get(place, "input_tokens")
+        completion = _get(place, "completion_tokens") or _get(place, "output_tokens")
+        if prompt is not None or completion is not None:
+            return Usage(prompt_tokens=_int(prompt), completion_tokens=_int(completion))
+    return Usage()
+
+
+def _status(exc: BaseException) -> int | None:
+    for obj in (exc, getattr(exc, "response", None)):
+        for name in ("status_code", "status", "http_status", "code"):
+            value = getattr(obj, name, None)
+            if isinstance(value, int) and not isinstance(value, bool) and 100 <= value < 600:
+                return value
+    return None
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if not headers:
+        return None
+    try:
+        return float(headers.get("retry-after"))
+    except (TypeError, ValueError):
+        return None
+
+
+def map_error(exc: BaseException) -> BaseException:
+    """The ragbridge judge error for a provider exception, so the engine retries what is
+    transient (timeouts, 429, 5xx) and gives up on what is not (other 4xx). Unknown errors are
+    returned unchanged (the engine treats them as permanent)."""
+    name = type(exc).__name__.lower()
+    message = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) or "timeout" in name:
+        return JudgeTimeout(message)
+    status = _status(exc)
+    if status == 429 or "ratelimit" in name:
+        return RateLimited(message, retry_after=_retry_after(exc))
+    if status is not None and status >= 500:
+        return ServerError(message)
+    if status is not None and 400 <= status < 500:
+        return PermanentJudgeError(message)
+    if isinstance(exc, ConnectionError) or "connection" in name:
+        return ServerError(message)
+    return exc
+
+
+def _to_chat(messages: Sequence[Message]) -> list[ChatMessage]:
+    return [ChatMessage(role=MessageRole(m["role"]), content=m["content"]) for m in messages]
+
+
+class LlamaIndexJudge:
+    """A LlamaIndex LLM as ragbridge's `Judge`.
+
+    With a schema, function-calling LLMs (``llm.metadata.is_function_calling_model``) are asked
+    for structured output through ``as_structured_llm``; if that fails to parse, or for other
+    LLMs, a plain ``achat`` is made and the engine parses (and repairs) the text.
+    ``structured=False`` always uses plain text; ``True`` forces the structured attempt.
+    """
+
+    def __init__(self, llm: Any, *, model: str | None = None, structured: bool | None = None):
+        self.llm = llm
+        meta = getattr(llm, "metadata", None)
+        self.model = model or getattr(meta, "model_name", None) or type(llm).__name__
+        self.structured = structured
+
+    def _wants_structured(self) -> bool:
+        if self.structured is not None:
+            return self.structured
+        return bool(getattr(getattr(self.llm, "metadata", None), "is_function_calling_model", 0))
+
+    async def generate(
+        self, messages: Sequence[Message], *, schema: type[BaseModel] | None = None
+    ) -> JudgeReply:
+        chat = _to_chat(messages)
+        try:
+            if schema is not None and self._wants_structured():
+                reply = await self._structured(chat, schema)
+                if reply is not None:
+                    return reply
+            response = await self.llm.achat(chat)
+        except Exception as exc:
+            mapped = map_error(exc)
+            if mapped is exc:
+                raise
+            raise mapped from exc
+        text = response.message.content or ""
+        return JudgeReply(text=text, usage=usage_of(response))
+
+    async def _structured(
+        self, chat: list[ChatMessage], schema: type[BaseModel]
+    ) -> JudgeReply | None:
+        try:
+            response = await self.llm.as_structured_llm(schema).achat(chat)
+        except (ValidationError, ValueError, TypeError):
+            return None  # a reply that did not parse: fall back to text the engine can repair
+        parsed = response.raw if isinstance(response.raw, schema) else None
+        return JudgeReply(
+            text=response.message.content or "", parsed=parsed, usage=usage_of(response)
+        )
+
+
+class LlamaIndexEmbedder:
+    """A LlamaIndex embedding model (``BaseEmbedding``) as ragbridge's `Embedder`."""
+
+    def __init__(self, embed_model: Any, *, model: str | None = None) -> None:
+        self.embed_model = embed_model
+        self.model = model or getattr(embed_model, "model_name", None) or type(embed_model).__name__
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts, not a single string")
+        batch = list(texts)
+        if not batch:
+            return []
+        vectors = await self.embed_model.aget_text_embedding_batch(batch)
+        return [[float(x) for x in v] for v in vectors]
