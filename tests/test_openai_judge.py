@@ -1,0 +1,669 @@
+"""The OpenAI-compatible adapter against an in-process fake server (``httpx.MockTransport``).
+
+Every test is hermetic: the handler plays the server, records what was sent, and answers the
+way OpenAI, vLLM, Ollama or llama.cpp would. The engine tests drive the real `JudgeEngine` so
+the adapter's errors and replies are checked for what they make the engine do (retry, repair,
+give up), not only for their types.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+pytest.importorskip("httpx")
+
+import httpx
+
+from ragbridge.adapters.openai import INSTALL_HINT, OpenAIEmbedder, OpenAIJudge
+from ragbridge.core import Embedder, Judge, JudgeEngine, Sample, evaluate
+from ragbridge.core.judge import (
+    JudgeError,
+    JudgeTimeout,
+    PermanentJudgeError,
+    RateLimited,
+    ServerError,
+)
+from ragbridge.core.metrics import Correctness
+from ragbridge.core.results import FailureKind, Usage
+
+KEY = "sk-test-SECRET-0123456789abcdef"
+BASE = "http://fake.local/v1"
+
+
+class Verdict(BaseModel):
+    """A tiny schema for engine round trips."""
+
+    reason: str
+    ok: bool
+
+
+MESSAGES = [
+    {"role": "system", "content": "You grade things."},
+    {"role": "user", "content": "Is water wet? Reply with a JSON object."},
+]
+
+Handler = Callable[[httpx.Request], httpx.Response]
+
+
+class FakeServer:
+    """A scripted OpenAI-compatible server: answers from a list (or a function) and records
+    every request body and header."""
+
+    def __init__(self, *replies: httpx.Response | Handler) -> None:
+        self.replies = list(replies)
+        self.requests: list[httpx.Request] = []
+        self.bodies: list[dict[str, Any]] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        self.bodies.append(json.loads(request.content))
+        reply = self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+        return reply(request) if callable(reply) else reply
+
+    def client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(transport=httpx.MockTransport(self))
+
+
+def chat(
+    content: str | None = None,
+    *,
+    tool_args: str | None = None,
+    prompt_tokens: int = 11,
+    completion_tokens: int = 7,
+) -> httpx.Response:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_args is not None:
+        message["tool_calls"] = [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "Verdict", "arguments": tool_args},
+            }
+        ]
+    body = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+    return httpx.Response(200, json=body)
+
+
+def error(status: int, message: str, headers: dict[str, str] | None = None) -> httpx.Response:
+    body = {"error": {"message": message, "type": "invalid_request_error", "code": None}}
+    return httpx.Response(status, json=body, headers=headers)
+
+
+def judge_for(server: FakeServer, **kw: Any) -> OpenAIJudge:
+    return OpenAIJudge("gpt-test", base_url=BASE, api_key=KEY, client=server.client(), **kw)
+
+
+def engine_for(judge: OpenAIJudge, **kw: Any) -> tuple[JudgeEngine, list[float]]:
+    """An engine whose backoff sleeps are recorded instead of slept."""
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    return JudgeEngine(judge, sleep=sleep, seed=0, **kw), waits
+
+
+def ask(engine: JudgeEngine) -> Any:
+    return asyncio.run(engine.ask(MESSAGES, Verdict, template_id="t", template_version="1"))
+
+
+def raised(judge: OpenAIJudge, schema: type[BaseModel] | None = Verdict) -> JudgeError:
+    with pytest.raises(JudgeError) as info:
+        asyncio.run(judge.generate(MESSAGES, schema=schema))
+    return info.value
+
+
+# --------------------------------------------------------------------------- import fence
+
+
+def test_import_without_httpx_names_the_extra() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        sys.modules["httpx"] = None  # makes `import httpx` raise ImportError
+        try:
+            import ragbridge.adapters.openai
+        except ImportError as exc:
+            print(exc)
+        else:
+            print("imported")
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert 'pip install "ragbridge[openai]"' in out.stdout
+    assert INSTALL_HINT == 'pip install "ragbridge[openai]"'
+
+
+# --------------------------------------------------------------------------- requests
+
+
+def test_json_mode_request_body_and_headers() -> None:
+    server = FakeServer(chat('{"reason": "it is", "ok": true}'))
+    judge = judge_for(server, max_tokens=256, temperature=0.2)
+    assert isinstance(judge, Judge)
+    reply = asyncio.run(judge.generate(MESSAGES, schema=Verdict))
+
+    (request,), (body,) = server.requests, server.bodies
+    assert request.method == "POST"
+    assert str(request.url) == f"{BASE}/chat/completions"
+    assert request.headers["authorization"] == f"Bearer {KEY}"
+    assert body["model"] == "gpt-test"
+    assert body["messages"] == MESSAGES  # kept as given: the engine's prompt states the schema
+    assert body["max_tokens"] == 256
+    assert "max_completion_tokens" not in body  # llama.cpp ignores it
+    assert body["temperature"] == 0.2
+    assert body["response_format"] == {"type": "json_object"}
+    assert "tools" not in body
+    assert reply.text == '{"reason": "it is", "ok": true}'
+    assert reply.parsed is None  # the engine parses JSON-mode text (and repairs it)
+
+
+def test_plain_chat_without_schema_or_with_structured_none() -> None:
+    server = FakeServer(chat("hello"))
+    judge = judge_for(server, structured="none", extra_body={"seed": 7})
+    asyncio.run(judge.generate(MESSAGES))
+    asyncio.run(judge.generate(MESSAGES, schema=Verdict))
+    for body in server.bodies:
+        assert "response_format" not in body
+        assert "tools" not in body
+        assert body["seed"] == 7
+
+
+def test_key_from_environment_and_none_without_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    server = FakeServer(chat("x"))
+    asyncio.run(OpenAIJudge("m", base_url=BASE, client=server.client()).generate(MESSAGES))
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+
+    monkeypatch.delenv("OPENAI_API_KEY")
+    local = FakeServer(chat("x"))
+    asyncio.run(OpenAIJudge("m", base_url=BASE, client=local.client()).generate(MESSAGES))
+    assert "authorization" not in local.requests[0].headers  # local servers need none
+
+
+def test_usage_is_reported() -> None:
+    server = FakeServer(
+        chat('{"reason": "r", "ok": false}', prompt_tokens=123, completion_tokens=45)
+    )
+    reply = asyncio.run(judge_for(server).generate(MESSAGES, schema=Verdict))
+    assert reply.usage == Usage(prompt_tokens=123, completion_tokens=45)
+
+    engine, _ = engine_for(judge_for(server))
+    call = ask(engine)
+    assert call.usage == Usage(calls=1, prompt_tokens=123, completion_tokens=45)
+
+
+def test_missing_usage_is_zero() -> None:
+    body = {"choices": [{"message": {"role": "assistant", "content": "hi"}}]}
+    server = FakeServer(httpx.Response(200, json=body))
+    reply = asyncio.run(judge_for(server).generate(MESSAGES))
+    assert reply.usage == Usage()
+    assert reply.text == "hi"
+
+
+# --------------------------------------------------------------------------- structured output
+
+
+def test_engine_parses_a_json_mode_reply() -> None:
+    server = FakeServer(chat('Sure! {"reason": "water is wet", "ok": true}'))
+    engine, _ = engine_for(judge_for(server))
+    call = ask(engine)
+    assert call.ok
+    assert call.value == Verdict(reason="water is wet", ok=True)
+
+
+def test_tool_fallback_after_response_format_is_refused() -> None:
+    server = FakeServer(
+        error(400, "response_format is not supported by this model"),
+        chat(tool_args='{"reason": "by tool", "ok": true}'),
+    )
+    judge = judge_for(server)
+    reply = asyncio.run(judge.generate(MESSAGES, schema=Verdict))
+
+    first, second = server.bodies
+    assert first["response_format"] == {"type": "json_object"}
+    assert "response_format" not in second
+    assert second["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "Verdict",
+                "description": "A tiny schema for engine round trips.",
+                "parameters": Verdict.model_json_schema(),
+            },
+        }
+    ]
+    assert second["tool_choice"] == {"type": "function", "function": {"name": "Verdict"}}
+    assert second["max_tokens"] == 1024
+    assert reply.parsed == Verdict(reason="by tool", ok=True)
+    assert reply.text == '{"reason": "by tool", "ok": true}'
+
+    # Remembered: the next call goes straight to the tool.
+    server.replies = [chat(tool_args='{"reason": "again", "ok": false}')]
+    asyncio.run(judge.generate(MESSAGES, schema=Verdict))
+    assert "tools" in server.bodies[2]
+    assert "response_format" not in server.bodies[2]
+
+
+def test_unrelated_400_is_not_a_fallback() -> None:
+    server = FakeServer(error(400, "messages: too long for the context window"))
+    err = raised(judge_for(server))
+    assert isinstance(err, PermanentJudgeError)
+    assert "too long for the context window" in str(err)
+    assert len(server.requests) == 1
+
+
+def test_tool_mode_arguments_are_parsed() -> None:
+    server = FakeServer(chat(tool_args='{"reason": "ok", "ok": true}'))
+    judge = judge_for(server, structured="tool")
+    reply = asyncio.run(judge.generate(MESSAGES, schema=Verdict))
+    assert "tools" in server.bodies[0]
+    assert "response_format" not in server.bodies[0]
+    assert reply.parsed == Verdict(reason="ok", ok=True)
+
+    engine, _ = engine_for(judge)
+    server.replies = [chat(tool_args='{"reason": "ok", "ok": true}')]
+    assert ask(engine).value == Verdict(reason="ok", ok=True)
+
+
+def test_tool_arguments_as_an_object_are_accepted() -> None:
+    body = {
+        "choices": [
+            {
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"function": {"name": "Verdict", "arguments": {"reason": "r", "ok": True}}}
+                    ],
+                }
+            }
+        ]
+    }
+    server = FakeServer(httpx.Response(200, json=body))
+    reply = asyncio.run(judge_for(server, structured="tool").generate(MESSAGES, schema=Verdict))
+    assert reply.parsed == Verdict(reason="r", ok=True)
+
+
+def test_bad_tool_arguments_go_through_the_engine_repair() -> None:
+    server = FakeServer(
+        chat(tool_args='{"reason": "forgot the verdict"}'),
+        chat(tool_args='{"reason": "fixed", "ok": false}'),
+    )
+    judge = judge_for(server, structured="tool")
+    reply = asyncio.run(judge.generate(MESSAGES, schema=Verdict))
+    assert reply.parsed is None
+    assert reply.text == '{"reason": "forgot the verdict"}'
+
+    server.replies = [
+        chat(tool_args='{"reason": "forgot the verdict"}'),
+        chat(tool_args='{"reason": "fixed", "ok": false}'),
+    ]
+    engine, waits = engine_for(judge)
+    call = ask(engine)
+    assert call.value == Verdict(reason="fixed", ok=False)
+    assert call.usage.calls == 2
+    assert waits == []  # a repair is re-asked at once, not backed off
+    repair = server.bodies[-1]["messages"]
+    assert repair[-2] == {"role": "assistant", "content": '{"reason": "forgot the verdict"}'}
+    assert "could not be used" in repair[-1]["content"]
+    assert "ok" in repair[-1]["content"]
+
+
+def test_tool_mode_reply_in_prose_is_left_to_the_engine() -> None:
+    server = FakeServer(chat('I will not call tools. {"reason": "prose", "ok": true}'))
+    judge = judge_for(server, structured="tool")
+    reply = asyncio.run(judge.generate(MESSAGES, schema=Verdict))
+    assert reply.parsed is None
+    engine, _ = engine_for(judge)
+    assert ask(engine).value == Verdict(reason="prose", ok=True)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def test_429_is_rate_limited_with_retry_after_and_the_engine_waits() -> None:
+    server = FakeServer(
+        error(429, "Rate limit reached", headers={"Retry-After": "7"}),
+        chat('{"reason": "after the wait", "ok": true}'),
+    )
+    judge = judge_for(server)
+    err = raised(judge)
+    assert isinstance(err, RateLimited)
+    assert err.retry_after == 7.0
+    assert "Rate limit reached" in str(err)
+
+    server.replies = [
+        error(429, "Rate limit reached", headers={"Retry-After": "7"}),
+        chat('{"reason": "after the wait", "ok": true}'),
+    ]
+    engine, waits = engine_for(judge)
+    call = ask(engine)
+    assert call.value == Verdict(reason="after the wait", ok=True)
+    assert waits == [7.0]
+    assert call.usage.calls == 2
+
+
+def test_429_with_retry_after_ms_and_without_header() -> None:
+    server = FakeServer(error(429, "slow down", headers={"retry-after-ms": "1500"}))
+    err = raised(judge_for(server))
+    assert isinstance(err, RateLimited)
+    assert err.retry_after == 1.5
+    err = raised(judge_for(FakeServer(error(429, "slow down"))))
+    assert isinstance(err, RateLimited)
+    assert err.retry_after is None
+
+
+def test_503_is_a_server_error_and_is_retried() -> None:
+    server = FakeServer(
+        error(503, "overloaded"), error(502, "bad gateway"), chat('{"reason": "up", "ok": true}')
+    )
+    judge = judge_for(server)
+    assert isinstance(raised(judge), ServerError)
+    server.replies = [
+        error(503, "overloaded"),
+        httpx.Response(502, text="<html>bad gateway</html>"),
+        chat('{"reason": "up", "ok": true}'),
+    ]
+    engine, waits = engine_for(judge)
+    call = ask(engine)
+    assert call.value == Verdict(reason="up", ok=True)
+    assert len(waits) == 2
+    assert call.usage.calls == 3
+
+
+def test_5xx_until_the_budget_is_spent_is_a_typed_failure() -> None:
+    server = FakeServer(error(500, "boom"))
+    engine, waits = engine_for(judge_for(server), max_retries=2)
+    call = ask(engine)
+    assert call.value is None
+    assert call.failure is not None
+    assert call.failure.kind == FailureKind.JUDGE_ERROR
+    assert len(server.requests) == 3
+    assert len(waits) == 2
+
+
+def test_timeout_is_judge_timeout() -> None:
+    def hang(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("timed out", request=request)
+
+    server = FakeServer(hang)
+    err = raised(judge_for(server, timeout=3.0))
+    assert isinstance(err, JudgeTimeout)
+    engine, waits = engine_for(judge_for(server), max_retries=1)
+    call = ask(engine)
+    assert call.failure is not None
+    assert call.failure.kind == FailureKind.TIMEOUT
+    assert len(waits) == 1
+
+
+def test_connection_error_is_a_server_error() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    err = raised(judge_for(FakeServer(refuse)))
+    assert isinstance(err, ServerError)
+    assert "connection refused" in str(err)
+
+
+def test_401_is_permanent_and_not_retried() -> None:
+    server = FakeServer(error(401, f"Incorrect API key provided: {KEY}."))
+    judge = judge_for(server)
+    err = raised(judge)
+    assert isinstance(err, PermanentJudgeError)
+    assert "Incorrect API key provided" in str(err)
+    assert KEY not in str(err)  # the server echoed it; we do not
+
+    engine, waits = engine_for(judge)
+    call = ask(engine)
+    assert call.failure is not None
+    assert call.failure.kind == FailureKind.JUDGE_ERROR
+    assert KEY not in call.failure.message
+    assert len(server.requests) == 2  # one direct, one through the engine: no retry
+    assert waits == []
+
+
+def test_the_key_never_leaks() -> None:
+    def echo_key(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError(
+            f"refused with {request.headers['authorization']}", request=request
+        )
+
+    judge = OpenAIJudge(
+        "gpt-test", base_url=BASE, api_key=KEY, client=FakeServer(chat("")).client()
+    )
+    embedder = OpenAIEmbedder("emb", base_url=BASE, api_key=KEY)
+    for obj in (judge, embedder):
+        assert KEY not in repr(obj)
+        assert KEY not in str(obj)
+        assert KEY not in str(vars(obj).get("model", ""))
+    replies: list[httpx.Response | Handler] = [
+        error(400, f"bad key {KEY}"),
+        error(401, f"Incorrect API key provided: {KEY}"),
+        error(403, f"forbidden for {KEY}"),
+        error(429, f"rate limited {KEY}", headers={"Retry-After": "1"}),
+        error(500, f"internal {KEY}"),
+        httpx.Response(502, text=f"gateway {KEY}"),
+        echo_key,
+    ]
+    for reply in replies:
+        for structured in ("json_object", "tool", "none"):
+            err = raised(judge_for(FakeServer(reply), structured=structured))
+            assert KEY not in str(err)
+            assert KEY not in repr(err)
+            assert err.__cause__ is None  # httpx errors hold the request, and so the header
+        emb = OpenAIEmbedder("emb", base_url=BASE, api_key=KEY, client=FakeServer(reply).client())
+        with pytest.raises(JudgeError) as info:
+            asyncio.run(emb.embed(["x"]))
+        assert KEY not in str(info.value)
+
+
+def test_bad_arguments_are_refused() -> None:
+    with pytest.raises(ValueError, match="structured"):
+        OpenAIJudge("m", structured="json_schema")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_tokens"):
+        OpenAIJudge("m", max_tokens=0)
+
+
+def test_malformed_success_body_is_a_server_error() -> None:
+    assert isinstance(
+        raised(judge_for(FakeServer(httpx.Response(200, text="<html>")))), ServerError
+    )
+    empty = FakeServer(httpx.Response(200, json={"choices": []}))
+    assert isinstance(raised(judge_for(empty)), ServerError)
+
+
+# --------------------------------------------------------------------------- lifecycle
+
+
+def test_aclose_and_context_manager() -> None:
+    async def run() -> None:
+        server = FakeServer(chat("x"))
+        client = server.client()
+        async with OpenAIJudge("m", base_url=BASE, client=client) as judge:
+            await judge.generate(MESSAGES)
+        assert not client.is_closed  # an injected client is the caller's to close
+        await client.aclose()
+
+        own = OpenAIJudge("m", base_url=BASE)
+        async with own:
+            pass
+        assert own._client.is_closed
+        emb = OpenAIEmbedder("e", base_url=BASE)
+        await emb.aclose()
+        assert emb._client.is_closed
+
+    asyncio.run(run())
+
+
+# --------------------------------------------------------------------------- embeddings
+
+
+def test_embeddings_request_order_and_errors() -> None:
+    def embeddings(request: httpx.Request) -> httpx.Response:
+        texts = json.loads(request.content)["input"]
+        data = [
+            {"object": "embedding", "index": i, "embedding": [float(len(t)), float(i)]}
+            for i, t in enumerate(texts)
+        ]
+        data.reverse()  # servers may answer out of order; "index" says where each goes
+        return httpx.Response(200, json={"data": data, "usage": {"prompt_tokens": 3}})
+
+    server = FakeServer(embeddings)
+    emb = OpenAIEmbedder(
+        "text-embedding-test", base_url=BASE, api_key=KEY, dimensions=2, client=server.client()
+    )
+    assert isinstance(emb, Embedder)
+    vectors = asyncio.run(emb.embed(["a", "bbb", "cc"]))
+    assert vectors == [[1.0, 0.0], [3.0, 1.0], [2.0, 2.0]]
+    (request,), (body,) = server.requests, server.bodies
+    assert str(request.url) == f"{BASE}/embeddings"
+    assert request.headers["authorization"] == f"Bearer {KEY}"
+    assert body == {"model": "text-embedding-test", "input": ["a", "bbb", "cc"], "dimensions": 2}
+    assert asyncio.run(emb.embed([])) == []
+    assert len(server.requests) == 1
+
+    for reply, kind in (
+        (error(429, "slow", headers={"Retry-After": "2"}), RateLimited),
+        (error(503, "down"), ServerError),
+        (error(400, "bad input"), PermanentJudgeError),
+        (httpx.Response(200, json={"data": []}), ServerError),
+    ):
+        bad = OpenAIEmbedder("e", base_url=BASE, client=FakeServer(reply).client())
+        with pytest.raises(kind):
+            asyncio.run(bad.embed(["x"]))
+
+    def hang(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("timed out", request=request)
+
+    slow = OpenAIEmbedder("e", base_url=BASE, client=FakeServer(hang).client())
+    with pytest.raises(JudgeTimeout):
+        asyncio.run(slow.embed(["x"]))
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+def test_evaluate_end_to_end_with_correctness() -> None:
+    """The real metric, prompt, engine and runner; the fake server grades by the task tag."""
+
+    def grader(request: httpx.Request) -> httpx.Response:
+        messages = json.loads(request.content)["messages"]
+        system, user = messages[0]["content"], messages[-1]["content"]
+        if "[ragbridge task: grader.correctness v1]" not in system:
+            return error(400, f"unexpected task: {system[:80]}")
+        correct = "Paris" in user.split("<<<BEGIN ANSWER>>>")[-1].split("<<<END ANSWER>>>")[0]
+        verdict = {"explanation": "compared with the reference", "verdict": correct}
+        return chat(json.dumps(verdict), prompt_tokens=100, completion_tokens=20)
+
+    server = FakeServer(grader)
+    judge = judge_for(server)
+    samples = [
+        Sample(id="s1", question="Capital of France?", answer="Paris.", reference="Paris"),
+        Sample(id="s2", question="Capital of France?", answer="Lyon.", reference="Paris"),
+    ]
+    result = evaluate(samples, [Correctness()], judge=judge, max_retries=0)
+    scores = {row.sample_id: row.score for row in result}
+    assert scores["s1"].value == 1.0
+    assert scores["s2"].value == 0.0
+    assert scores["s1"].reason == "compared with the reference"
+    assert scores["s1"].usage.prompt_tokens == 100
+    assert len(server.requests) == 2
+    for body in server.bodies:
+        assert body["response_format"] == {"type": "json_object"}
+        assert body["model"] == "gpt-test"
+
+
+# --------------------------------------------------------------------------- llama.cpp (opt-in)
+
+LLAMACPP_URL = os.environ.get("RAGBRIDGE_LLAMACPP_URL")
+
+
+class Flag(BaseModel):
+    """A one-boolean schema: a tool-call grammar makes a tiny model's reply short and valid."""
+
+    ok: bool
+
+
+async def _wait_until_up(client: httpx.AsyncClient, url: str, seconds: float = 120.0) -> None:
+    """The server was just started by tox: poll ``/models`` until it answers."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while True:
+        try:
+            if (await client.get(f"{url}/models", timeout=5.0)).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if loop.time() > deadline:
+            pytest.fail(f"no llama.cpp server answered at {url} within {seconds:g} s")
+        await asyncio.sleep(0.5)
+
+
+@pytest.mark.llamacpp
+@pytest.mark.skipif(
+    not LLAMACPP_URL,
+    reason="set RAGBRIDGE_LLAMACPP_URL to a llama.cpp server's /v1 URL (tox -e llamacpp does)",
+)
+def test_llamacpp_server_end_to_end() -> None:
+    """The adapter against a real OpenAI-compatible server: JSON mode, a forced tool call, usage,
+    and `evaluate` with a real metric. Gemma 3 270M is a base model that grades at chance, so
+    this checks the plumbing (every cell scored or a parse failure, never a judge error), not
+    the grades."""
+    assert LLAMACPP_URL is not None
+    url = LLAMACPP_URL.rstrip("/")
+
+    async def run() -> None:
+        async with httpx.AsyncClient() as client:
+            await _wait_until_up(client, url)
+            tool = OpenAIJudge(
+                "gemma3-270m", base_url=url, structured="tool", max_tokens=64, client=client
+            )
+            reply = await tool.generate(
+                [{"role": "user", "content": "Is the sky blue? Answer with the tool."}],
+                schema=Flag,
+            )
+            assert isinstance(reply.parsed, Flag), reply.text
+            assert reply.usage.prompt_tokens > 0
+            assert reply.usage.completion_tokens > 0
+
+            json_mode = OpenAIJudge("gemma3-270m", base_url=url, max_tokens=96, client=client)
+            engine = JudgeEngine(json_mode, timeout=180.0, max_retries=1)
+            call = await engine.ask(
+                [{"role": "user", "content": 'Reply with the JSON object {"ok": true}.'}],
+                Flag,
+                template_id="llamacpp.smoke",
+                template_version="1",
+            )
+            assert call.ok or (call.failure and call.failure.kind == FailureKind.PARSE_ERROR)
+            assert call.usage.prompt_tokens > 0
+
+    asyncio.run(run())
+
+    judge = OpenAIJudge("gemma3-270m", base_url=url, structured="tool", max_tokens=192)
+    samples = [Sample(id="s1", question="Capital of France?", answer="Paris.", reference="Paris")]
+    result = evaluate(samples, [Correctness()], judge=judge, timeout=300.0, max_retries=1)
+    (row,) = list(result)
+    assert row.score.value is not None or (
+        row.score.failure is not None and row.score.failure.kind == FailureKind.PARSE_ERROR
+    ), row.score
+    assert row.score.usage.prompt_tokens > 0
