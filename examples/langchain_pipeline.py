@@ -23,6 +23,7 @@ import math
 import re
 from typing import Any
 
+from corpus import ANSWERS, DOCUMENTS, QUESTIONS  # examples/corpus.py, the shared corpus
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import FakeListChatModel
@@ -34,32 +35,8 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from ragbridge.adapters.langchain import capture_retrievals, run_pipeline
 from ragbridge.core import Sample, evaluate
 
-CORPUS = {
-    "leave": "New employees receive 25 days of paid leave per year.",
-    "carry": "Unused leave can be carried over until the end of March of the following year.",
-    "parking": "Parking at the head office is free for all staff.",
-    "laptop": "Every employee gets a laptop on the first working day.",
-    "expenses": "Travel expenses are reimbursed within 30 days of submitting receipts.",
-}
-
-SAMPLES = [
-    Sample(id="q1", question="How many days of paid leave do new employees get?",
-           relevance={"leave": 1}),
-    Sample(id="q2", question="Until when can unused leave be carried over?",
-           relevance={"carry": 1}),
-    Sample(id="q3", question="Is parking at the head office free?", relevance={"parking": 1}),
-    Sample(id="q4", question="When are travel expenses reimbursed?", relevance={"expenses": 1}),
-    # Worded unlike its passage: the bag-of-words retriever misses it (recall@2 = 0).
-    Sample(id="q5", question="What happens to leave days I did not use?", relevance={"carry": 1}),
-]  # fmt: skip
-
-ANSWERS = [
-    "New employees receive 25 days of paid leave per year.",
-    "Unused leave can be carried over until the end of March.",
-    "Yes, parking at the head office is free for all staff.",
-    "Travel expenses are reimbursed within 30 days.",
-    "I could not find that in the context.",
-]
+CORPUS = DOCUMENTS  # the shared example corpus (examples/corpus.py)
+SAMPLES = [Sample(id=qid, question=q, relevance=rel) for qid, q, rel in QUESTIONS]
 
 
 class BagOfWordsEmbeddings(Embeddings):

@@ -23,19 +23,14 @@ from typing import Any
 os.environ.pop("LANGSMITH_TRACING", None)  # this demo must never try to reach the API
 
 import langsmith
+from corpus import DOCUMENTS, QUESTIONS  # examples/corpus.py, the shared corpus
 from langsmith import traceable
 from langsmith.schemas import Example
 
 from ragbridge.adapters.langsmith import offline_client, sample_from_run
 from ragbridge.core import Sample, evaluate
 
-CORPUS = {
-    "paris": "Paris is the capital and largest city of France.",
-    "berlin": "Berlin is the capital of Germany.",
-    "rhine": "The Rhine flows from the Alps through Germany to the North Sea.",
-    "loire": "The Loire is the longest river in France.",
-    "alps": "Mont Blanc is the highest mountain in the Alps.",
-}
+CORPUS = DOCUMENTS  # the shared example corpus (examples/corpus.py)
 
 
 @traceable(run_type="retriever", name="keyword_search")
@@ -57,13 +52,7 @@ def rag_pipeline(inputs: dict[str, Any]) -> dict[str, Any]:
     return {"answer": docs[0]["page_content"] if docs else "I don't know."}
 
 
-DATASET = [
-    ("What is the capital of France?", ["paris"]),
-    ("Which river flows through Germany?", ["rhine"]),
-    ("What is the longest river in France?", ["loire"]),
-    ("What is the largest city in Germany?", ["berlin"]),  # ranked second
-    ("Who painted the Mona Lisa?", ["louvre"]),  # not in the corpus: nothing retrieved
-]
+DATASET = [(question, list(relevance)) for _, question, relevance in QUESTIONS]
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import re
 
+from corpus import DOCUMENTS, QUESTIONS  # examples/corpus.py, the shared corpus
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.embeddings import BaseEmbedding
 from llama_index.core.llms import MockLLM
@@ -46,35 +47,11 @@ class HashEmbedding(BaseEmbedding):
         return self._vector(text)
 
 
-DOCUMENTS = {
-    "returns-policy": "Items can be returned within 30 days of delivery for a full refund. "
-    "Refunds always go back to the original card used for the order. "
-    "Opened software and downloaded games cannot be returned after activation. "
-    "Gift cards are never refunded and never exchanged for cash.",
-    "shipping": "Standard shipping takes 3 to 5 working days inside the country. "
-    "Express shipping takes one working day when ordered before noon. "
-    "We ship to every country in the European Union and to Norway. "
-    "Tracking numbers are emailed as soon as the parcel leaves the warehouse.",
-    "warranty": "Every laptop comes with a two year warranty from the date of purchase. "
-    "The warranty covers broken screens and faulty keyboards but not water damage. "
-    "Batteries are covered for one year because they wear out with use. "
-    "Warranty repairs are free, including shipping both ways.",
-}
-
-QUESTIONS = [
-    ("q1", "How many days do I have to return items?", {"returns-policy": 1}),
-    ("q2", "How long does express shipping take?", {"shipping": 1}),
-    ("q3", "Does the laptop warranty cover water damage?", {"warranty": 1}),
-    ("q4", "Are batteries covered by the warranty?", {"warranty": 1}),
-    ("q5", "Can I get a refund on a gift card?", {"returns-policy": 1}),
-]
-
-
 def main() -> None:
     index = VectorStoreIndex.from_documents(
         [Document(text=text, id_=doc_id) for doc_id, text in DOCUMENTS.items()],
         embed_model=HashEmbedding(model_name="hash-128"),
-        transformations=[SentenceSplitter(chunk_size=50, chunk_overlap=0)],
+        transformations=[SentenceSplitter(chunk_size=30, chunk_overlap=0)],
     )
     print(f"{len(DOCUMENTS)} documents -> {len(index.docstore.docs)} chunks")
     engine = index.as_query_engine(llm=MockLLM(), similarity_top_k=4)
@@ -91,7 +68,7 @@ def main() -> None:
 
     # The same retrievals can be captured from any LlamaIndex code, without run_query_engine.
     with capture_retrievals() as capture:
-        engine.query("Where do you ship to?")
+        engine.query("Who approves leave requests?")
     (retrieval,) = capture.retrievals
     print(f"captured: {retrieval.query!r} -> {[c.id for c in retrieval.contexts()]}")
 

@@ -678,5 +678,9 @@ def test_example_runs_offline() -> None:
     done = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=120
     )
-    assert "3 documents -> 6 chunks" in done.stdout
-    assert "recall@2  mean 1.000" in done.stdout
+    # the shared corpus (examples/corpus.py): five documents split into several chunks each,
+    # every chunk still reported under its document's id
+    assert "5 documents -> 9 chunks" in done.stdout
+    assert "q1: retrieved ['leave', " in done.stdout
+    # q5 is worded unlike its document on purpose: the hashed-word retriever misses it
+    assert "recall@2  mean 0.800" in done.stdout
