@@ -41,11 +41,8 @@ from pydantic import BaseModel
 
 from ragbridge.core.judge import (
     JudgeReply,
-    JudgeTimeout,
     Message,
-    PermanentJudgeError,
-    RateLimited,
-    ServerError,
+    classify_error,
 )
 from ragbridge.core.results import Usage
 from ragbridge.core.sample import Context, Sample
@@ -642,49 +639,13 @@ def _model_name(obj: Any) -> str:
     return type(obj).__name__
 
 
-def _status_of(exc: BaseException) -> int | None:
-    for holder in (exc, getattr(exc, "response", None)):
-        if holder is None:
-            continue
-        for attr in ("status_code", "status", "http_status"):
-            value = getattr(holder, attr, None)
-            if isinstance(value, int) and not isinstance(value, bool) and 100 <= value < 600:
-                return value
-    return None
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    if headers is None:
-        return None
-    try:
-        value = headers.get("retry-after")
-        return None if value is None else float(value)
-    except (TypeError, ValueError, AttributeError):
-        return None
-
-
 def map_error(exc: Exception) -> Exception | None:
     """The ragbridge judge error for a provider exception, or None to re-raise it as is.
 
-    Providers (openai, anthropic, httpx, ...) are told apart by status code and class name, not
-    by importing them: this module must not depend on any of them.
+    The mapping is core's `classify_error` (status codes and class names, no SDK imports), shared
+    by every adapter so they all retry the same errors.
     """
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    message = f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, TimeoutError) or any("Timeout" in n for n in names):
-        return JudgeTimeout(message)
-    status = _status_of(exc)
-    text = str(exc).lower()
-    if status == 429 or "RateLimitError" in names or "rate limit" in text or "rate_limit" in text:
-        return RateLimited(message, retry_after=_retry_after(exc))
-    if status is not None and status >= 500:
-        return ServerError(message)
-    if status is not None and 400 <= status < 500:
-        return PermanentJudgeError(message)
-    if names & {"APIConnectionError", "ConnectError", "RemoteProtocolError"}:
-        return ServerError(message)
-    return None
+    return classify_error(exc)
 
 
 _ROLES: dict[str, type[BaseMessage]] = {

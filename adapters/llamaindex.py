@@ -41,11 +41,8 @@ from pydantic import BaseModel, ValidationError
 
 from ragbridge.core.judge import (
     JudgeReply,
-    JudgeTimeout,
     Message,
-    PermanentJudgeError,
-    RateLimited,
-    ServerError,
+    classify_error,
 )
 from ragbridge.core.results import Usage
 from ragbridge.core.sample import Context, Sample
@@ -523,43 +520,12 @@ def usage_of(response: Any) -> Usage:
     return Usage()
 
 
-def _status(exc: BaseException) -> int | None:
-    for obj in (exc, getattr(exc, "response", None)):
-        for name in ("status_code", "status", "http_status", "code"):
-            value = getattr(obj, name, None)
-            if isinstance(value, int) and not isinstance(value, bool) and 100 <= value < 600:
-                return value
-    return None
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    if not headers:
-        return None
-    try:
-        return float(headers.get("retry-after"))
-    except (TypeError, ValueError):
-        return None
-
-
 def map_error(exc: BaseException) -> BaseException:
     """The ragbridge judge error for a provider exception, so the engine retries what is
     transient (timeouts, 429, 5xx) and gives up on what is not (other 4xx). Unknown errors are
-    returned unchanged (the engine treats them as permanent)."""
-    name = type(exc).__name__.lower()
-    message = f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) or "timeout" in name:
-        return JudgeTimeout(message)
-    status = _status(exc)
-    if status == 429 or "ratelimit" in name:
-        return RateLimited(message, retry_after=_retry_after(exc))
-    if status is not None and status >= 500:
-        return ServerError(message)
-    if status is not None and 400 <= status < 500:
-        return PermanentJudgeError(message)
-    if isinstance(exc, ConnectionError) or "connection" in name:
-        return ServerError(message)
-    return exc
+    returned unchanged (the engine treats them as permanent). The mapping is core's
+    `classify_error`, shared by every adapter."""
+    return classify_error(exc) or exc
 
 
 def _to_chat(messages: Sequence[Message]) -> list[ChatMessage]:

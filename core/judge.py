@@ -32,6 +32,7 @@ __all__ = [
     "ServerError",
     "TransientJudgeError",
     "Usage",
+    "classify_error",
 ]
 
 Message = dict[str, str]
@@ -121,3 +122,54 @@ class ServerError(TransientJudgeError):
 
 class PermanentJudgeError(JudgeError):
     """Retrying cannot help (bad request, authentication, context length exceeded)."""
+
+
+def _status_of(exc: BaseException) -> int | None:
+    for holder in (exc, getattr(exc, "response", None)):
+        if holder is None:
+            continue
+        for attr in ("status_code", "status", "http_status", "code"):
+            value = getattr(holder, attr, None)
+            if isinstance(value, int) and not isinstance(value, bool) and 100 <= value < 600:
+                return value
+    return None
+
+
+def _retry_after_of(exc: BaseException) -> float | None:
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if not headers:
+        return None
+    try:
+        value = headers.get("retry-after")
+        return None if value is None else float(value)
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def classify_error(exc: BaseException) -> JudgeError | None:
+    """The engine's error class for a provider exception, or None when it cannot tell.
+
+    Framework adapters (LangChain, LlamaIndex, ...) see exceptions from SDKs ragbridge does not
+    import (openai, anthropic, httpx, ...), so they are told apart by duck typing: a status code
+    on the exception or its ``response`` (429 → `RateLimited` with the ``Retry-After`` header,
+    5xx → `ServerError`, other 4xx → `PermanentJudgeError`), and class names for timeouts,
+    rate limits and lost connections. One mapping for every adapter, so they retry alike.
+    """
+    names = {cls.__name__.lower() for cls in type(exc).__mro__}
+    message = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, TimeoutError) or any("timeout" in n for n in names):
+        return JudgeTimeout(message)
+    status = _status_of(exc)
+    text = str(exc).lower()
+    rate_limited = any("ratelimit" in n for n in names) or "rate limit" in text
+    if status == 429 or (status is None and rate_limited) or "rate_limit" in text:
+        return RateLimited(message, retry_after=_retry_after_of(exc))
+    if status is not None and status >= 500:
+        return ServerError(message)
+    if status is not None and 400 <= status < 500:
+        return PermanentJudgeError(message)
+    if isinstance(exc, ConnectionError) or any(
+        "connection" in n or n in {"connecterror", "remoteprotocolerror"} for n in names
+    ):
+        return ServerError(message)
+    return None

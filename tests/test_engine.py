@@ -295,3 +295,34 @@ def test_one_engine_serves_many_event_loops() -> None:
     for i in range(30):
         assert run(_ask(engine, f"q{i}")).ok
     assert len(judge.calls) == 30
+
+
+def test_classify_error_maps_provider_exceptions_by_duck_typing() -> None:
+    from ragbridge.core.judge import JudgeTimeout, classify_error
+
+    class Response:
+        def __init__(self, status: int, headers: dict[str, str] | None = None) -> None:
+            self.status_code = status
+            self.headers = headers or {}
+
+    class APIStatusError(Exception):
+        def __init__(self, status: int, headers: dict[str, str] | None = None) -> None:
+            super().__init__(f"HTTP {status}")
+            self.response = Response(status, headers)
+
+    class APITimeoutError(Exception):
+        pass
+
+    class APIConnectionError(Exception):
+        pass
+
+    limited = classify_error(APIStatusError(429, {"retry-after": "3"}))
+    assert isinstance(limited, RateLimited)
+    assert limited.retry_after == 3.0
+    assert isinstance(classify_error(APIStatusError(503)), ServerError)
+    assert isinstance(classify_error(APIStatusError(401)), PermanentJudgeError)
+    assert isinstance(classify_error(APITimeoutError("slow")), JudgeTimeout)
+    assert isinstance(classify_error(TimeoutError()), JudgeTimeout)
+    assert isinstance(classify_error(APIConnectionError("reset")), ServerError)
+    assert isinstance(classify_error(ValueError("Rate limit reached, slow down")), RateLimited)
+    assert classify_error(ValueError("a bug")) is None
