@@ -28,12 +28,15 @@ if TYPE_CHECKING:
         sample_json_schema,
         save_samples,
     )
+    from .scoring import Scorer, explain
     from .stats import compare
 
 _EXPORTS: dict[str, str] = {
     "Cache": "cache",
     "EmbeddingEngine": "engine",
     "JudgeEngine": "engine",
+    "Scorer": "scoring",
+    "explain": "scoring",
     "Price": "engine",
     "aevaluate": "runner",
     "estimate": "runner",
@@ -92,12 +95,14 @@ __all__ = [
     "SampleLoadReport",
     "SampleValidationError",
     "Score",
+    "Scorer",
     "Usage",
     "aevaluate",
     "compare",
     "estimate",
     "evaluate",
     "evaluate_run",
+    "explain",
     "iter_samples",
     "load_samples",
     "sample_json_schema",

@@ -68,11 +68,14 @@ def cost_of(usage: Usage, price: Price | None) -> float | None:
     ) / 1e6
 
 
+V = TypeVar("V")
+
+
 @dataclass
-class JudgeCall(Generic[T]):
+class JudgeCall(Generic[V]):
     """The outcome of one logical judge request (all its attempts, the repair, the cache)."""
 
-    value: T | None
+    value: V | None
     failure: Failure | None
     usage: Usage
     text: str | None = None
@@ -223,7 +226,7 @@ class JudgeEngine:
                 if value is not None:
                     self.stats.cached += 1
                     return JudgeCall(value, None, Usage(cached_calls=1), hit.text)
-        call = await self._resolve(messages, schema)
+        call: JudgeCall[T] = await self._resolve(messages, schema)
         if call.value is not None and self.cache is not None and key is not None:
             assert call.text is not None
             self.cache.put_reply(
@@ -234,7 +237,43 @@ class JudgeEngine:
             )
         return call
 
-    async def _resolve(self, messages: Sequence[Message], schema: type[T]) -> JudgeCall[T]:
+    async def complete(
+        self, messages: Sequence[Message], *, template_id: str, template_version: str
+    ) -> JudgeCall[str]:
+        """One free-text request, for prompts that are not ours (RAGAS's, DeepEval's).
+
+        Their frameworks parse the text themselves, so there is nothing to validate or repair;
+        the call still gets the semaphore, retries, timeout and cache of every other call, keyed
+        by the caller's ``template_id``/``template_version`` (e.g. ``"deepeval"``, its version).
+        An empty reply counts as unusable and is retried within the budget. Never raises.
+        """
+        key = None
+        if self.cache is not None:
+            key = cache_key(
+                model=self.model,
+                template_id=template_id,
+                template_version=template_version,
+                messages=list(messages),
+                schema=None,
+                params=dict(self.params),
+            )
+            hit = self.cache.get_reply(key)
+            if hit is not None and hit.text.strip():
+                self.stats.cached += 1
+                return JudgeCall(hit.text, None, Usage(cached_calls=1), hit.text)
+        call: JudgeCall[str] = await self._resolve(messages, None)
+        if call.value is not None and self.cache is not None and key is not None:
+            self.cache.put_reply(
+                key,
+                CachedReply(call.value, call.usage.prompt_tokens, call.usage.completion_tokens),
+                model=self.model,
+                template_id=template_id,
+            )
+        return call
+
+    async def _resolve(
+        self, messages: Sequence[Message], schema: type[Any] | None
+    ) -> JudgeCall[Any]:
         """Attempts until a valid reply or the retry budget is spent.
 
         Transient errors and unusable replies draw on the same budget (``max_retries``): an
@@ -281,11 +320,18 @@ class JudgeEngine:
                 prompt_tokens=reply.usage.prompt_tokens,
                 completion_tokens=reply.usage.completion_tokens,
             )
-            value, problem = self._validated(reply, schema)
+            value: Any
+            problem: str | None
+            if schema is None:  # free text: usable unless empty
+                if reply.text.strip():
+                    return JudgeCall(reply.text, None, usage, reply.text)
+                value, problem = None, "the reply is empty"
+            else:
+                value, problem = self._validated(reply, schema)
             if value is not None:
                 text = value.model_dump_json() if reply.parsed is not None else reply.text
                 return JudgeCall(value, None, usage, text)
-            if self.repair and not repaired:
+            if self.repair and not repaired and schema is not None:
                 conversation = [
                     *messages,
                     {"role": "assistant", "content": reply.text},
@@ -299,10 +345,8 @@ class JudgeEngine:
                 continue
             if retries_left == 0:
                 snippet = reply.text[:200] + ("…" if len(reply.text) > 200 else "")
-                message = (
-                    f"judge reply did not match the {schema.__name__} schema: {problem}; "
-                    f"reply: {snippet}"
-                )
+                wanted = "a non-empty text" if schema is None else f"the {schema.__name__} schema"
+                message = f"judge reply did not match {wanted}: {problem}; reply: {snippet}"
                 failure = self._failed(FailureKind.PARSE_ERROR, message)
                 return JudgeCall(None, failure, usage, reply.text)
             retries_left -= 1
@@ -330,7 +374,9 @@ class JudgeEngine:
         ceiling = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1))
         return self._rng.uniform(0, ceiling)  # "full jitter": spreads a thundering herd
 
-    async def _send(self, messages: Sequence[Message], schema: type[BaseModel]) -> JudgeReply:
+    async def _send(
+        self, messages: Sequence[Message], schema: type[BaseModel] | None
+    ) -> JudgeReply:
         async with self._semaphore():
             self.stats.in_flight += 1
             self.stats.calls += 1

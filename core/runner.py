@@ -18,9 +18,9 @@ import asyncio
 import concurrent.futures
 import importlib
 import os
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .cache import Cache, open_cache
 from .engine import EmbeddingEngine, JudgeEngine, Price, cost_of
@@ -28,6 +28,8 @@ from .judge import Embedder, EntailmentModel, Judge
 from .metrics.base import Metric, MetricContext
 from .results import Evaluation, Score, Usage
 from .sample import Sample
+
+T = TypeVar("T")
 
 __all__ = ["Estimate", "aevaluate", "estimate", "evaluate", "resolve_metrics", "shared_tags"]
 
@@ -192,6 +194,16 @@ def evaluate(
         progress=progress,
         window=window,
     )
+    result: Evaluation = run_sync(coro)
+    return result
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to completion from sync code, whether or not a loop is already running.
+
+    Inside a running loop (Jupyter, an async test, a framework's async runner calling a sync
+    hook) ``asyncio.run`` is forbidden, so the coroutine runs on a fresh loop in a worker thread.
+    """
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -326,3 +326,26 @@ def test_classify_error_maps_provider_exceptions_by_duck_typing() -> None:
     assert isinstance(classify_error(APIConnectionError("reset")), ServerError)
     assert isinstance(classify_error(ValueError("Rate limit reached, slow down")), RateLimited)
     assert classify_error(ValueError("a bug")) is None
+
+
+def test_free_text_requests_get_retries_and_the_cache(tmp_path: Path) -> None:
+    """`complete` serves other frameworks' prompts: no schema, same retries and cache."""
+    cache = Cache(tmp_path / "c.sqlite")
+    judge = ScriptedJudge({"*": [ServerError("502"), "", "the answer"]})
+    messages = [{"role": "user", "content": "Say something."}]
+
+    def complete(engine: JudgeEngine, version: str = "4.3"):  # type: ignore[no-untyped-def]
+        return engine.complete(messages, template_id="deepeval", template_version=version)
+
+    first = run(complete(JudgeEngine(judge, cache=cache, sleep=Sleeps())))
+    assert first.value == "the answer"
+    assert first.usage.calls == 3  # the error, the empty reply (unusable, retried), the answer
+    again = run(complete(JudgeEngine(judge, cache=cache)))
+    assert again.value == "the answer"
+    assert again.usage == Usage(cached_calls=1)
+    assert len(judge.calls) == 3
+    gave_up = run(complete(JudgeEngine(ScriptedJudge({"*": ""}), max_retries=1)))
+    assert gave_up.value is None
+    assert gave_up.failure is not None
+    assert gave_up.failure.kind is FailureKind.PARSE_ERROR
+    assert "non-empty text" in gave_up.failure.message
