@@ -40,7 +40,7 @@ from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, TextNode
 from pydantic import BaseModel
 
-from ragbridge.adapters import llamaindex as li
+from ragbridge.adapters.llamaindex import capture as li
 from ragbridge.adapters.llamaindex import (
     LlamaIndexEmbedder,
     LlamaIndexJudge,

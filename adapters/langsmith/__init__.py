@@ -1,0 +1,34 @@
+"""LangSmith adapter: traces in (`runs`), evaluators out (`evaluators`).
+
+* **Source side** (`ragbridge.adapters.langsmith.runs`): turn live run trees, API runs and
+  exported JSONL into `Sample`s; `offline_client` runs ``langsmith.evaluate`` with no network.
+* **Sink side** (`ragbridge.adapters.langsmith.evaluators`): ragbridge metrics as drop-in
+  ``langsmith.evaluate`` evaluators.
+
+Importing it without langsmith raises ImportError naming the extra:
+``pip install "ragbridge[langsmith]"``.
+"""
+
+from __future__ import annotations
+
+from .runs import (
+    INSTALL_HINT,
+    OfflineClient,
+    build_run_trees,
+    load_runs,
+    offline_client,
+    sample_from_run,
+    samples_from_project,
+    samples_from_runs,
+)
+
+__all__ = [
+    "INSTALL_HINT",
+    "OfflineClient",
+    "build_run_trees",
+    "load_runs",
+    "offline_client",
+    "sample_from_run",
+    "samples_from_project",
+    "samples_from_runs",
+]

@@ -1,0 +1,45 @@
+"""LlamaIndex adapter: capture retrievals in (`capture`), evaluators out (`evaluators`).
+
+* **Source side** (`ragbridge.adapters.llamaindex.capture`): capture what query engines, chat
+  engines and agents retrieve, run a query engine over samples, and wrap LlamaIndex LLMs and
+  embedding models as ragbridge's `Judge` and `Embedder`.
+* **Sink side** (`ragbridge.adapters.llamaindex.evaluators`): ragbridge metrics as LlamaIndex
+  ``BaseEvaluator``s, and scoring of every query an engine answers as it happens.
+
+Importing it without llama-index-core raises ImportError naming the extra:
+``pip install "ragbridge[llamaindex]"``.
+"""
+
+from __future__ import annotations
+
+from .capture import (
+    INSTALL_HINT,
+    CapturedQuery,
+    CapturedRetrieval,
+    LlamaIndexEmbedder,
+    LlamaIndexJudge,
+    RetrievalCapture,
+    arun_query_engine,
+    capture_retrievals,
+    map_error,
+    node_to_context,
+    nodes_to_contexts,
+    run_query_engine,
+    usage_of,
+)
+
+__all__ = [
+    "INSTALL_HINT",
+    "CapturedQuery",
+    "CapturedRetrieval",
+    "LlamaIndexEmbedder",
+    "LlamaIndexJudge",
+    "RetrievalCapture",
+    "arun_query_engine",
+    "capture_retrievals",
+    "map_error",
+    "node_to_context",
+    "nodes_to_contexts",
+    "run_query_engine",
+    "usage_of",
+]
