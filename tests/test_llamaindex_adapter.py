@@ -40,7 +40,6 @@ from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, TextNode
 from pydantic import BaseModel
 
-from ragbridge.adapters.llamaindex import capture as li
 from ragbridge.adapters.llamaindex import (
     LlamaIndexEmbedder,
     LlamaIndexJudge,
@@ -50,6 +49,7 @@ from ragbridge.adapters.llamaindex import (
     run_query_engine,
     usage_of,
 )
+from ragbridge.adapters.llamaindex import capture as li
 from ragbridge.core import evaluate
 from ragbridge.core.engine import JudgeEngine
 from ragbridge.core.judge import (

@@ -67,7 +67,7 @@ def test_sync_score_works_inside_a_running_loop_and_the_cache_serves_later_recor
 
 
 def test_scorer_refuses_a_judge_metric_without_a_judge_naming_the_offline_alternative() -> None:
-    with pytest.raises(ValueError, match="faithfulness need a judge.*'faithfulness:offline'"):
+    with pytest.raises(ValueError, match=r"faithfulness need a judge.*'faithfulness:offline'"):
         Scorer(["faithfulness", "mrr"])
     with pytest.raises(ValueError, match="no metrics"):
         Scorer([])
