@@ -102,6 +102,8 @@ class Metric:
     needs_nli: bool = False
     provider: str = "llm"
     prompt_version: ClassVar[str | None] = None
+    higher_is_better: ClassVar[bool] = True
+    """False for measures of harm (hallucination): thresholds and gates then read as maxima."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

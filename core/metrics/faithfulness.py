@@ -135,6 +135,8 @@ class Hallucination(_ClaimMetric):
     verdicts; free (0 extra calls) when Faithfulness runs on the same sample.
     """
 
+    higher_is_better = False
+
     def _from_verdicts(self, check: ClaimCheck) -> Score:
         total = len(check.details)
         bad = check.count("contradicted", "unsupported")
