@@ -4,7 +4,9 @@
   ``[ragbridge task: <id> v<version>]``; a script maps task ids to replies (a dict, a model
   instance, raw text, an exception to raise, a callable, or a list consumed in order).
 * `CountingJudge` answers *any* schema with a minimal valid instance and counts calls, tokens and
-  the largest number of calls in flight — for budgets, caps and wall-time benchmarks.
+  the largest number of calls in flight — for budgets, caps and wall-time benchmarks. Prompts that
+  pass no schema but state a JSON Schema in their text (as other frameworks' prompts do, parsing
+  the reply themselves) get a minimal JSON instance of that schema (`minimal_json`).
 * `HashEmbedder` embeds text deterministically by hashing words into a small vector, so texts
   that share words are similar: enough to exercise embedding-based metrics without a model.
 """
@@ -28,7 +30,15 @@ from pydantic import BaseModel
 from .judge import JudgeReply, Message
 from .results import Usage
 
-__all__ = ["CountingJudge", "HashEmbedder", "RecordedCall", "ScriptedJudge", "minimal_instance"]
+__all__ = [
+    "CountingJudge",
+    "HashEmbedder",
+    "RecordedCall",
+    "ScriptedJudge",
+    "find_json_schema",
+    "minimal_instance",
+    "minimal_json",
+]
 
 _TAG = re.compile(r"\[ragbridge task: (?P<id>[\w.\-]+) v(?P<version>[\w.\-]+)\]")
 _BLOCK = re.compile(r"<<<BEGIN (?P<label>[A-Z]+) (?P<n>\d+)>>>")
@@ -123,6 +133,9 @@ class CountingJudge:
 
     List fields get one item per numbered block (CONTEXT/CLAIM/STATEMENT) in the prompt, so
     per-item verdicts line up with what was asked; otherwise ``list_length`` items.
+
+    Without a ``schema``, the reply is a minimal JSON instance of the first JSON Schema stated in
+    the prompt text (`find_json_schema`), or ``"ok"`` when the prompt states none.
     """
 
     model: str = "counting-judge"
@@ -153,11 +166,11 @@ class CountingJudge:
             for label, _ in blocks:
                 counts[label] = counts.get(label, 0) + 1
             length = max(counts.values(), default=self.list_length)
-            text = (
-                "ok"
-                if schema is None
-                else minimal_instance(schema, length, counts).model_dump_json()
-            )
+            if schema is not None:
+                text = minimal_instance(schema, length, counts).model_dump_json()
+            else:
+                stated = find_json_schema(asked)
+                text = "ok" if stated is None else json.dumps(minimal_json(stated, length))
             prompt = sum(_tokens(m.get("content", "")) for m in messages)
             completion = _tokens(text)
             self.prompt_tokens += prompt
@@ -220,6 +233,127 @@ def _minimal(annotation: Any, list_length: int) -> Any:
     if origin is typing.Annotated:
         return _minimal(args[0], list_length)
     raise TypeError(f"minimal_instance cannot build a value of type {annotation!r}")
+
+
+def find_json_schema(text: str) -> dict[str, Any] | None:
+    """The first JSON object in ``text`` that is a JSON Schema of an object, or None.
+
+    A JSON Schema here is an object with a ``properties`` object and ``"type": "object"`` (or a
+    ``$defs``/``definitions`` table), which tells it apart from example inputs and outputs that
+    prompts also quote. Text may follow the schema directly (no separator is needed).
+    """
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except ValueError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict) and _is_object_schema(value):
+            return value
+        start = text.find("{", end)
+    return None
+
+
+def _is_object_schema(value: Mapping[str, Any]) -> bool:
+    if not isinstance(value.get("properties"), dict):
+        return False
+    return value.get("type") == "object" or "$defs" in value or "definitions" in value
+
+
+def minimal_json(schema: Mapping[str, Any], list_length: int = 1) -> Any:
+    """A minimal JSON value valid against ``schema`` (a JSON Schema, as a dict).
+
+    Objects get their ``required`` properties only; arrays ``list_length`` items (within
+    ``minItems``/``maxItems``); strings ``"x"`` (padded to ``minLength``); integers and numbers 0
+    (or their ``minimum``); booleans false; ``const``/``enum`` their (first) value; a nullable
+    type ``null``; ``$ref`` into ``$defs``/``definitions`` is followed; ``anyOf``/``oneOf`` take
+    the first alternative and ``allOf`` merges its parts. Enough for the schemas pydantic emits.
+    """
+    return _from_schema(schema, schema, list_length, 0)
+
+
+def _resolve_ref(ref: str, root: Mapping[str, Any]) -> Mapping[str, Any]:
+    if not ref.startswith("#/"):
+        raise ValueError(f"minimal_json follows only local $refs, got {ref!r}")
+    node: Any = root
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, Mapping) or part not in node:
+            raise ValueError(f"$ref {ref!r} does not resolve in the schema")
+        node = node[part]
+    if not isinstance(node, Mapping):
+        raise ValueError(f"$ref {ref!r} does not point at a schema")
+    return node
+
+
+def _from_schema(
+    schema: Mapping[str, Any], root: Mapping[str, Any], list_length: int, depth: int
+) -> Any:
+    if depth > 50:
+        raise ValueError("minimal_json: schema nests too deeply (a recursive $ref?)")
+    if "$ref" in schema:
+        target = _resolve_ref(str(schema["$ref"]), root)
+        return _from_schema(target, root, list_length, depth + 1)
+    if "const" in schema:
+        return schema["const"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf"):
+        options = schema.get(key)
+        if isinstance(options, list) and options:
+            if any(isinstance(o, Mapping) and o.get("type") == "null" for o in options):
+                return None
+            return _from_schema(options[0], root, list_length, depth + 1)
+    if isinstance(schema.get("allOf"), list):
+        merged: dict[str, Any] = {}
+        for part in schema["allOf"]:
+            resolved = _resolve_ref(part["$ref"], root) if "$ref" in part else part
+            for name, value in resolved.items():
+                if name in ("properties", "required") and name in merged:
+                    merged[name] = (
+                        {**merged[name], **value} if name == "properties" else merged[name] + value
+                    )
+                else:
+                    merged[name] = value
+        rest = {k: v for k, v in schema.items() if k != "allOf"}
+        return _from_schema({**merged, **rest}, root, list_length, depth + 1)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        if "null" in kind:
+            return None
+        kind = kind[0] if kind else None
+    if kind is None and "properties" in schema:
+        kind = "object"
+    if kind == "object":
+        properties = schema.get("properties", {})
+        out: dict[str, Any] = {}
+        for name in schema.get("required", []):
+            sub = properties.get(name, {})
+            out[name] = _from_schema(sub, root, list_length, depth + 1)
+        return out
+    if kind == "array":
+        count = max(list_length, int(schema.get("minItems", 0)))
+        if "maxItems" in schema:
+            count = min(count, int(schema["maxItems"]))
+        items = schema.get("items", {})
+        if isinstance(items, list):  # tuple form: one schema per position
+            return [_from_schema(i, root, list_length, depth + 1) for i in items]
+        return [_from_schema(items, root, list_length, depth + 1) for _ in range(count)]
+    if kind == "string":
+        return "x" * max(1, int(schema.get("minLength", 1)))
+    if kind in ("integer", "number"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum"))
+        number: float = 0
+        if isinstance(low, (int, float)) and low > 0:
+            number = low + 1 if "exclusiveMinimum" in schema and "minimum" not in schema else low
+        return int(number) if kind == "integer" else float(number)
+    if kind == "boolean":
+        return False
+    if kind == "null":
+        return None
+    return {}  # an unconstrained schema ({}): any JSON value is valid
 
 
 @dataclass
