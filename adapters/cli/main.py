@@ -9,11 +9,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from ragbridge.adapters.cli import trec_command
-
-
-class UserError(Exception):
-    """An error the user can fix; printed as one line, exit code 2."""
+from ragbridge.adapters.cli import eval_command, gate_command, trec_command
+from ragbridge.adapters.cli.options import UserError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,6 +18,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ragbridge", description="Framework-neutral evaluation of RAG pipelines."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    eval_command.register(sub)
+    gate_command.register(sub)
     trec_command.register(sub)
     return parser
 
