@@ -11,6 +11,14 @@ Importing it without langsmith raises ImportError naming the extra:
 
 from __future__ import annotations
 
+from .evaluators import (
+    FieldSpec,
+    RagbridgeEvaluators,
+    RagbridgeRunEvaluator,
+    RagbridgeSummaryEvaluator,
+    evaluators,
+    summary_evaluators,
+)
 from .runs import (
     INSTALL_HINT,
     OfflineClient,
@@ -24,11 +32,17 @@ from .runs import (
 
 __all__ = [
     "INSTALL_HINT",
+    "FieldSpec",
     "OfflineClient",
+    "RagbridgeEvaluators",
+    "RagbridgeRunEvaluator",
+    "RagbridgeSummaryEvaluator",
     "build_run_trees",
+    "evaluators",
     "load_runs",
     "offline_client",
     "sample_from_run",
     "samples_from_project",
     "samples_from_runs",
+    "summary_evaluators",
 ]

@@ -1,0 +1,868 @@
+"""ragbridge metrics as ``langsmith.evaluate`` evaluators (the *sink* side of the adapter).
+
+Why it exists: a team that runs its experiments with ``langsmith.evaluate`` wants ragbridge's
+metrics as columns of that experiment, without exporting anything. `evaluators` returns
+evaluators that go straight into ``evaluators=[...]`` of ``langsmith.evaluate`` and
+``langsmith.aevaluate``; `summary_evaluators` returns experiment-level means with a bootstrap
+confidence interval for ``summary_evaluators=[...]``.
+
+How a run becomes a `Sample` (every field can be overridden by a key name, a list of key
+names tried in order, or a callable ``(run, example) -> value``):
+
+* question: the run's inputs ``question`` / ``input`` / ``query`` (also one level down, since
+  ``evaluate`` hands a traced ``pipeline(inputs)`` the whole inputs dict);
+* answer: the run's outputs ``answer`` / ``output``;
+* contexts: the run's outputs ``contexts`` / ``documents`` / ``context`` or else the retriever
+  child runs of the trace (the "evaluating intermediate steps" case), read with the helpers of
+  `ragbridge.adapters.langsmith.runs` (LangChain retrievers, ``@traceable(run_type="retriever")``,
+  Documents, dicts, strings);
+* reference: the example's outputs ``reference`` / ``ground_truth`` / ``expected_output`` /
+  ``answer`` / ``output``; relevance labels (for ``recall@5``, ``ndcg@10``, ...): the example's
+  outputs ``relevance`` (id → grade) or ``relevant_ids`` (grade 1).
+
+Design decisions:
+
+* **One `Scorer` per `evaluators(...)` call.** Its evaluators share the judge engine, the cache
+  and the per-run scores: the first evaluator to see a run scores *every* metric of the set on
+  it at once (so claims are extracted once for faithfulness and hallucination, and combined
+  context calls are shared), the others read that result. By default there is one evaluator per
+  metric (one feedback column each, and LangSmith attributes an evaluator crash to its own key);
+  ``combined=True`` gives one evaluator returning all metrics as ``EvaluationResults``.
+* **Sync and async.** The evaluators are `langsmith.evaluation.RunEvaluator` objects with both
+  ``evaluate_run`` (used by ``evaluate``; it goes through `Scorer.score`, which is safe inside a
+  running event loop) and ``aevaluate_run`` (awaited natively by ``aevaluate``). The same list
+  works in both; no flag is needed.
+* **Failures are results, never exceptions or fake scores.** A judge failure, a missing field or
+  a trace that does not fit gives ``score=None``, ``comment="failed (kind): message"`` (the
+  message names the run id and the keys tried) and ``extra={"error": True}``, which is how
+  LangSmith marks errored feedback. The experiment always completes.
+* **Where the provenance goes.** ``comment`` is `explain(score)` (the reason and one line per
+  claim / statement / context verdict). Everything else (per-claim ``details``, provider, judge
+  model, prompt version, usage, latency, failure) is in ``evaluator_info``: in langsmith 0.14 that
+  is the field ``_log_evaluation_feedback`` uploads (as the feedback's ``source_info``);
+  ``EvaluationResult.metadata`` is not uploaded.
+* **Summary evaluators read, they do not re-score.** LangSmith hands summary evaluators only
+  ``(runs, examples)``, not the per-run feedback. Summary evaluators built from the evaluators
+  list (``summary_evaluators(evs)``) read the scores those evaluators already computed for each
+  run id; a run they have not seen is scored through the same cached `Scorer`. Built from metric
+  names instead, they own a fresh scorer and score every run themselves.
+
+Importing this module without langsmith raises ImportError naming the extra:
+``pip install "ragbridge[langsmith]"``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from ragbridge.core.cache import Cache
+from ragbridge.core.engine import EmbeddingEngine, JudgeEngine
+from ragbridge.core.judge import Embedder, EntailmentModel, Judge
+from ragbridge.core.metrics.base import Metric
+from ragbridge.core.results import Failure, FailureKind, Score
+from ragbridge.core.sample import Context, Sample
+from ragbridge.core.scoring import Scorer, explain
+from ragbridge.core.stats import mean_ci
+
+from .runs import (
+    INSTALL_HINT,
+    RetrieverSelector,
+    _context,
+    _document_list,
+    _find_text,
+    _get,
+    _label,
+    _select_retrievers,
+)
+
+try:
+    from langsmith.evaluation.evaluator import (
+        EvaluationResult,
+        EvaluationResults,
+        RunEvaluator,
+    )
+except ImportError as exc:  # the fence: name the extra, not just the missing module
+    raise ImportError(
+        f"ragbridge.adapters.langsmith needs langsmith, which is not installed ({exc}); "
+        f"install the langsmith extra: {INSTALL_HINT}"
+    ) from exc
+
+__all__ = [
+    "FieldSpec",
+    "RagbridgeEvaluators",
+    "RagbridgeRunEvaluator",
+    "RagbridgeSummaryEvaluator",
+    "evaluators",
+    "summary_evaluators",
+]
+
+FieldSpec = str | Sequence[str] | Callable[[Any, Any], Any] | None
+"""How to find a field: None for the defaults, a key name, key names tried in order, or a
+callable ``(run, example) -> value`` for full control."""
+
+QUESTION_KEYS = ("question", "input", "query")
+ANSWER_KEYS = ("answer", "output")
+CONTEXT_KEYS = ("contexts", "documents", "context")
+REFERENCE_KEYS = ("reference", "ground_truth", "expected_output", "answer", "output")
+RELEVANCE_KEYS = ("relevance", "qrels", "relevant_ids")
+
+_FEEDBACK_CONFIG = {"type": "continuous", "min": 0, "max": 1}
+
+
+# --------------------------------------------------------------------------- field extraction
+
+
+class _Missing(Exception):
+    """A field that could not be read from the run or example (message names both and keys)."""
+
+    def __init__(self, message: str, kind: FailureKind = FailureKind.MISSING_INPUT) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def _keys_of(value: Any) -> str:
+    return ", ".join(map(str, value)) or "none" if isinstance(value, Mapping) else "none"
+
+
+def _spec(
+    name: str, spec: FieldSpec, default: tuple[str, ...]
+) -> tuple[str, ...] | Callable[..., Any]:
+    """Validate an override at construction time, so a typo fails before the experiment runs."""
+    if spec is None:
+        return default
+    if isinstance(spec, str):
+        return (spec,)
+    if callable(spec):
+        return spec
+    if isinstance(spec, Sequence) and spec and all(isinstance(k, str) for k in spec):
+        return tuple(spec)
+    raise TypeError(
+        f"{name} must be a key name, a list of key names or a callable (run, example), got {spec!r}"
+    )
+
+
+def _first_key(data: Any, keys: Sequence[str]) -> tuple[str, Any] | None:
+    """The first of ``keys`` present in ``data`` with a non-None value."""
+    if not isinstance(data, Mapping):
+        return None
+    for key in keys:
+        if data.get(key) is not None:
+            return key, data[key]
+    return None
+
+
+def _call(name: str, fn: Callable[..., Any], run: Any, example: Any) -> Any:
+    try:
+        return fn(run, example)
+    except Exception as exc:
+        raise _Missing(
+            f"{_label(run)}: the {name} callable raised {type(exc).__name__}: {exc}",
+            FailureKind.INVALID_INPUT,
+        ) from exc
+
+
+def _example_label(example: Any) -> str:
+    return f"example {_get(example, 'id')}"
+
+
+@dataclass(frozen=True)
+class _Fields:
+    """Where each field of a `Sample` is read from (see `evaluators` for the rules)."""
+
+    question: tuple[str, ...] | Callable[..., Any]
+    answer: tuple[str, ...] | Callable[..., Any]
+    contexts: tuple[str, ...] | Callable[..., Any]
+    contexts_given: bool
+    retriever: RetrieverSelector
+    reference: tuple[str, ...] | Callable[..., Any]
+    relevance: tuple[str, ...] | Callable[..., Any]
+
+    def question_of(self, run: Any, example: Any) -> str:
+        inputs = _get(run, "inputs") or {}
+        if callable(self.question):
+            value = _call("question_key", self.question, run, example)
+        elif self.question == QUESTION_KEYS:  # defaults: also one level down, or a lone string
+            value = _find_text(inputs, QUESTION_KEYS)
+        else:
+            found = _first_key(inputs, self.question)
+            value = None if found is None else _find_text(found[1], QUESTION_KEYS)
+        if not isinstance(value, str):
+            tried = (
+                "the question_key callable"
+                if callable(self.question)
+                else ("keys tried: " + ", ".join(self.question))
+            )
+            raise _Missing(
+                f"{_label(run)}: no question in the run's inputs ({tried}; inputs have: "
+                f"{_keys_of(inputs)}); pass question_key=<input name>"
+            )
+        return value
+
+    def answer_of(self, run: Any, example: Any) -> str:
+        outputs = _get(run, "outputs")
+        if callable(self.answer):
+            value = _call("answer_key", self.answer, run, example)
+            tried = "the answer_key callable returned no text"
+        else:
+            found = _first_key(outputs, self.answer)
+            value = None if found is None else _find_text(found[1], ANSWER_KEYS)
+            tried = "keys tried: " + ", ".join(self.answer)
+        if not isinstance(value, str):
+            error = _get(run, "error")
+            why = f"; the target failed: {str(error).splitlines()[0]}" if error else ""
+            raise _Missing(
+                f"{_label(run)}: no answer in the run's outputs ({tried}; outputs have: "
+                f"{_keys_of(outputs)}){why}; pass answer_key=<output name>"
+            )
+        return value
+
+    def contexts_of(self, run: Any, example: Any) -> list[Context]:
+        if callable(self.contexts):
+            items = _call("contexts_from", self.contexts, run, example)
+            if items is None:
+                items = []
+            if not isinstance(items, (list, tuple)):
+                raise _Missing(
+                    f"{_label(run)}: the contexts_from callable returned "
+                    f"{type(items).__name__}, expected a list",
+                    FailureKind.INVALID_INPUT,
+                )
+            return _to_contexts(run, list(items))
+        outputs = _get(run, "outputs")
+        if self.retriever is None or self.contexts_given:
+            found = _first_key(outputs, self.contexts)
+            if found is not None:
+                value = found[1]
+                items = [value] if isinstance(value, str) else value
+                if not isinstance(items, (list, tuple)):
+                    raise _Missing(
+                        f"{_label(run)}: outputs[{found[0]!r}] is {type(value).__name__}, "
+                        "expected a list of contexts",
+                        FailureKind.INVALID_INPUT,
+                    )
+                return _to_contexts(run, list(items))
+            if self.contexts_given:
+                raise _Missing(
+                    f"{_label(run)}: no contexts in the run's outputs (keys tried: "
+                    f"{', '.join(self.contexts)}; outputs have: {_keys_of(outputs)})"
+                )
+        try:
+            chosen = _select_retrievers(run, self.retriever)[-1]
+            return [_context(chosen, i, item) for i, item in enumerate(_document_list(chosen))]
+        except ValueError as exc:
+            raise _Missing(
+                f"no contexts: the run's outputs have none of {', '.join(self.contexts)} "
+                f"(outputs have: {_keys_of(outputs)}) and {exc}; pass contexts_from=<output "
+                "name> or a callable (run, example), e.g. lambda run, example: [] for a "
+                "pipeline without retrieval"
+            ) from None
+
+    def reference_of(self, run: Any, example: Any) -> str:
+        if callable(self.reference):
+            value = _call("reference_key", self.reference, run, example)
+            tried = "the reference_key callable returned no text"
+        else:
+            if example is None:
+                raise _Missing(f"{_label(run)}: no example, so no reference answer")
+            found = _first_key(_get(example, "outputs"), self.reference)
+            value = None if found is None else _find_text(found[1], REFERENCE_KEYS)
+            tried = "keys tried: " + ", ".join(self.reference)
+        if not isinstance(value, str):
+            outputs = _get(example, "outputs") if example is not None else None
+            raise _Missing(
+                f"{_example_label(example)}: no reference in the example's outputs ({tried}; "
+                f"outputs have: {_keys_of(outputs)}); pass reference_key=<output name>"
+            )
+        return value
+
+    def no_relevance(self, run: Any, example: Any) -> str:
+        """Why a run has no relevance labels (appended to ranking metrics' failures)."""
+        if callable(self.relevance):
+            return f"{_label(run)}: the relevance_key callable returned None"
+        if example is None:
+            return f"{_label(run)}: no example, so no relevance labels"
+        return (
+            f"{_example_label(example)}: no relevance labels in the example's outputs (keys "
+            f"tried: {', '.join(self.relevance)}; outputs have: "
+            f"{_keys_of(_get(example, 'outputs'))}); pass relevance_key=<output name>"
+        )
+
+    def relevance_of(self, run: Any, example: Any) -> dict[str, int] | None:
+        if callable(self.relevance):
+            value = _call("relevance_key", self.relevance, run, example)
+            where = f"{_label(run)}: the relevance_key callable"
+        else:
+            found = _first_key(
+                _get(example, "outputs") if example is not None else None, self.relevance
+            )
+            if found is None:
+                return None
+            value = found[1]
+            where = f"{_example_label(example)}: outputs[{found[0]!r}]"
+        if value is None:
+            return None
+        if isinstance(value, Mapping):
+            grades = dict(value.items())
+        elif isinstance(value, (list, tuple, set)):
+            grades = {item: 1 for item in value}
+        else:
+            raise _Missing(
+                f"{where} is {type(value).__name__}, expected a mapping id -> grade or a list "
+                "of relevant ids",
+                FailureKind.INVALID_INPUT,
+            )
+        for key, grade in grades.items():
+            if isinstance(grade, bool) or not isinstance(grade, int):
+                raise _Missing(
+                    f"{where}: grade of {key!r} must be an integer, got {grade!r}",
+                    FailureKind.INVALID_INPUT,
+                )
+        return {str(k): int(v) for k, v in grades.items()}
+
+
+def _to_contexts(run: Any, items: list[Any]) -> list[Context]:
+    out: list[Context] = []
+    for i, item in enumerate(items):
+        if isinstance(item, Context):
+            out.append(item)
+            continue
+        try:
+            out.append(_context(run, i, item))
+        except ValueError as exc:
+            raise _Missing(str(exc), FailureKind.INVALID_INPUT) from None
+    return out
+
+
+# --------------------------------------------------------------------------- per-run outcome
+
+
+@dataclass
+class _Outcome:
+    """What the suite computed for one run: the sample (None if it could not be built), the
+    score of every metric, and why optional fields are missing."""
+
+    sample: Sample | None
+    scores: dict[str, Score]
+    notes: dict[str, str] = field(default_factory=dict)
+
+
+def _with_note(score: Score, notes: Mapping[str, str]) -> Score:
+    """A missing-input failure rewritten to say where the field was looked for."""
+    if score.failure is None or score.failure.kind is not FailureKind.MISSING_INPUT:
+        return score
+    for name, note in notes.items():
+        if f"'{name}'" in score.failure.message:
+            message = f"{score.failure.message}: {note}"
+            return score.model_copy(
+                update={"failure": Failure(kind=score.failure.kind, message=message)}
+            )
+    return score
+
+
+class RagbridgeEvaluators:
+    """A set of ragbridge metrics bound to LangSmith runs: one `Scorer`, one score per run.
+
+    Usually built through `evaluators`; use it directly to get both per-run and summary
+    evaluators from one object (``suite.evaluators()``, ``suite.summary_evaluators()``) or to
+    see the `Sample` a run becomes (`sample`).
+    """
+
+    def __init__(
+        self,
+        metrics: Iterable[Metric | str],
+        *,
+        judge: Judge | JudgeEngine | None = None,
+        embedder: Embedder | EmbeddingEngine | None = None,
+        nli: EntailmentModel | None = None,
+        cache: str | os.PathLike[str] | Cache | None = None,
+        question_key: FieldSpec = None,
+        answer_key: FieldSpec = None,
+        contexts_from: FieldSpec = None,
+        retriever: RetrieverSelector = None,
+        reference_key: FieldSpec = None,
+        relevance_key: FieldSpec = None,
+        sample_from: Callable[[Any, Any], Sample] | None = None,
+        keys: Mapping[str, str] | None = None,
+        max_concurrency: int = 8,
+        timeout: float | None = 60.0,
+        max_retries: int = 4,
+    ) -> None:
+        self.scorer = Scorer(
+            metrics,
+            judge=judge,
+            embedder=embedder,
+            nli=nli,
+            cache=cache,
+            max_concurrency=max_concurrency,
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+        self.metrics = list(self.scorer.names)
+        unknown = sorted(set(keys or {}) - set(self.metrics))
+        if unknown:
+            raise ValueError(
+                f"keys names metrics that are not in this set: {', '.join(unknown)} "
+                f"(metrics: {', '.join(self.metrics)})"
+            )
+        self.keys: dict[str, str] = {m: (keys or {}).get(m, m) for m in self.metrics}
+        if len(set(self.keys.values())) != len(self.keys):
+            raise ValueError(f"feedback keys must be unique, got {list(self.keys.values())}")
+        if retriever is not None and not (isinstance(retriever, str) or callable(retriever)):
+            raise TypeError(f"retriever must be a run name, a callable or None, got {retriever!r}")
+        if sample_from is not None and not callable(sample_from):
+            raise TypeError(f"sample_from must be a callable (run, example), got {sample_from!r}")
+        self.fields = _Fields(
+            question=_spec("question_key", question_key, QUESTION_KEYS),
+            answer=_spec("answer_key", answer_key, ANSWER_KEYS),
+            contexts=_spec("contexts_from", contexts_from, CONTEXT_KEYS),
+            contexts_given=contexts_from is not None,
+            retriever=retriever,
+            reference=_spec("reference_key", reference_key, REFERENCE_KEYS),
+            relevance=_spec("relevance_key", relevance_key, RELEVANCE_KEYS),
+        )
+        self.sample_from = sample_from
+        self._outcomes: dict[str, _Outcome] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    # ----------------------------------------------------------------- run → sample
+
+    def sample(self, run: Any, example: Any = None) -> Sample:
+        """The `Sample` ``run`` (and its ``example``) become; ValueError naming what is missing.
+
+        Optional fields that cannot be found (answer, reference) are left None here; scoring
+        turns them into failures of the metrics that need them.
+        """
+        sample, _ = self._build(run, example)
+        return sample
+
+    def _build(self, run: Any, example: Any) -> tuple[Sample, dict[str, str]]:
+        if run is None:
+            raise ValueError("the evaluator got None instead of a run")
+        if self.sample_from is not None:
+            try:
+                built = self.sample_from(run, example)
+            except Exception as exc:
+                raise _Missing(
+                    f"{_label(run)}: sample_from raised {type(exc).__name__}: {exc}",
+                    FailureKind.INVALID_INPUT,
+                ) from exc
+            if not isinstance(built, Sample):
+                raise _Missing(
+                    f"{_label(run)}: sample_from returned {type(built).__name__}, "
+                    "expected a Sample",
+                    FailureKind.INVALID_INPUT,
+                )
+            return built, {}
+        f = self.fields
+        notes: dict[str, str] = {}
+        question = f.question_of(run, example)
+        contexts = f.contexts_of(run, example)
+        answer = reference = None
+        try:
+            answer = f.answer_of(run, example)
+        except _Missing as exc:
+            if exc.kind is not FailureKind.MISSING_INPUT:
+                raise
+            notes["answer"] = str(exc)
+        try:
+            reference = f.reference_of(run, example)
+        except _Missing as exc:
+            if exc.kind is not FailureKind.MISSING_INPUT:
+                raise
+            notes["reference"] = str(exc)
+        relevance = f.relevance_of(run, example)
+        if relevance is None:
+            notes["relevance"] = f.no_relevance(run, example)
+        outputs = _get(example, "outputs") if example is not None else None
+        ref_contexts = outputs.get("reference_contexts") if isinstance(outputs, Mapping) else None
+        example_id = _get(example, "id") if example is not None else None
+        if example_id is None:
+            example_id = _get(run, "reference_example_id")
+        info: dict[str, Any] = {"run_id": str(_get(run, "id")), "run_name": _get(run, "name")}
+        if example_id is not None:
+            info["example_id"] = str(example_id)
+        try:
+            sample = Sample(
+                id=str(example_id if example_id is not None else _get(run, "id")),
+                question=question,
+                answer=answer,
+                contexts=contexts,
+                reference=reference,
+                reference_contexts=(
+                    [str(c) for c in ref_contexts]
+                    if isinstance(ref_contexts, (list, tuple))
+                    else None
+                ),
+                relevance=relevance,
+                metadata={"langsmith": info},
+            )
+        except ValidationError as exc:
+            raise _Missing(
+                f"{_label(run)}: the run does not make a valid sample: {exc}",
+                FailureKind.INVALID_INPUT,
+            ) from None
+        return sample, notes
+
+    def _prepare(self, run: Any, example: Any) -> _Outcome | tuple[Sample, dict[str, str]]:
+        """Either a finished outcome (the run could not be read) or a sample to score."""
+        try:
+            return self._build(run, example)
+        except _Missing as exc:
+            failure = Failure(kind=exc.kind, message=str(exc))
+            return _Outcome(None, {m: Score(failure=failure) for m in self.metrics})
+
+    def _finish(self, sample: Sample, notes: dict[str, str], scores: dict[str, Score]) -> _Outcome:
+        return _Outcome(sample, {m: _with_note(s, notes) for m, s in scores.items()}, notes)
+
+    # ----------------------------------------------------------------- scoring, once per run
+
+    def _lock(self, key: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(key, threading.Lock())
+
+    def outcome(self, run: Any, example: Any = None) -> _Outcome:
+        """Every metric on ``run``, scored once per run id (sync; loop-safe)."""
+        key = str(_get(run, "id"))
+        with self._lock(key):
+            done = self._outcomes.get(key)
+            if done is None:
+                prepared = self._prepare(run, example)
+                if isinstance(prepared, _Outcome):
+                    done = prepared
+                else:
+                    sample, notes = prepared
+                    done = self._finish(sample, notes, self.scorer.score(sample))
+                self._outcomes[key] = done
+            return done
+
+    async def aoutcome(self, run: Any, example: Any = None) -> _Outcome:
+        """The async form of `outcome`, for ``langsmith.aevaluate``."""
+        key = str(_get(run, "id"))
+        done = self._outcomes.get(key)
+        if done is None:
+            prepared = self._prepare(run, example)
+            if isinstance(prepared, _Outcome):
+                done = prepared
+            else:
+                sample, notes = prepared
+                done = self._finish(sample, notes, await self.scorer.ascore(sample))
+            done = self._outcomes.setdefault(key, done)
+        return done
+
+    def scores(self, run: Any, example: Any = None) -> dict[str, Score]:
+        """The `Score` of every metric on ``run`` (computed now, or remembered)."""
+        return dict(self.outcome(run, example).scores)
+
+    def forget(self) -> None:
+        """Drop the remembered per-run scores (the judge cache, if any, is kept)."""
+        with self._guard:
+            self._outcomes.clear()
+            self._locks.clear()
+
+    # ----------------------------------------------------------------- langsmith objects
+
+    def result(self, metric: str, outcome: _Outcome) -> EvaluationResult:
+        """One metric's outcome as a LangSmith `EvaluationResult`."""
+        score = outcome.scores[metric]
+        info: dict[str, Any] = {
+            "ragbridge_metric": metric,
+            "status": score.status,
+            "reason": score.reason,
+            "provider": score.provider,
+            "judge_model": score.judge_model,
+            "prompt_version": score.prompt_version,
+            "usage": score.usage.model_dump(),
+            "latency_s": score.latency_s,
+            "details": score.details,
+        }
+        if outcome.sample is not None:
+            info["sample_id"] = outcome.sample.id
+        if score.failure is not None:
+            info["failure"] = {"kind": score.failure.kind.value, "message": score.failure.message}
+        return EvaluationResult(
+            key=self.keys[metric],
+            score=score.value,
+            comment=explain(score),
+            evaluator_info=info,
+            feedback_config=dict(_FEEDBACK_CONFIG),
+            extra={"error": True} if score.failure is not None else None,
+        )
+
+    def evaluators(self, *, combined: bool = False) -> list[RagbridgeRunEvaluator]:
+        """One evaluator per metric, or (``combined=True``) one evaluator for all of them."""
+        if combined:
+            return [RagbridgeRunEvaluator(self, self.metrics)]
+        return [RagbridgeRunEvaluator(self, [m]) for m in self.metrics]
+
+    def summary_evaluators(
+        self,
+        *,
+        combined: bool = False,
+        confidence: float = 0.95,
+        n_resamples: int = 2000,
+        seed: int = 0,
+    ) -> list[RagbridgeSummaryEvaluator]:
+        """Experiment-level evaluators: per metric the mean, its bootstrap CI and failures."""
+        groups = [self.metrics] if combined else [[m] for m in self.metrics]
+        return [
+            RagbridgeSummaryEvaluator(
+                self, g, confidence=confidence, n_resamples=n_resamples, seed=seed
+            )
+            for g in groups
+        ]
+
+
+class RagbridgeRunEvaluator(RunEvaluator):
+    """A LangSmith run evaluator for some metrics of a `RagbridgeEvaluators` set.
+
+    Returns an `EvaluationResult` for one metric, `EvaluationResults` for several. Works in
+    ``langsmith.evaluate`` (``evaluate_run``) and ``langsmith.aevaluate`` (``aevaluate_run``),
+    and can be called directly as ``evaluator(run, example)``.
+    """
+
+    def __init__(self, suite: RagbridgeEvaluators, metrics: Sequence[str]) -> None:
+        self.suite = suite
+        self.metrics = list(metrics)
+        self.__name__ = "ragbridge_" + "_".join(suite.keys[m] for m in self.metrics)
+
+    @property
+    def feedback_keys(self) -> list[str]:
+        return [self.suite.keys[m] for m in self.metrics]
+
+    def _results(self, outcome: _Outcome) -> EvaluationResult | EvaluationResults:
+        results = [self.suite.result(m, outcome) for m in self.metrics]
+        if len(results) == 1:
+            return results[0]
+        return EvaluationResults(results=results)
+
+    def evaluate_run(
+        self, run: Any, example: Any = None, evaluator_run_id: Any = None
+    ) -> EvaluationResult | EvaluationResults:
+        return self._results(self.suite.outcome(run, example))
+
+    async def aevaluate_run(
+        self, run: Any, example: Any = None, evaluator_run_id: Any = None
+    ) -> EvaluationResult | EvaluationResults:
+        return self._results(await self.suite.aoutcome(run, example))
+
+    def __call__(self, run: Any, example: Any = None) -> EvaluationResult | EvaluationResults:
+        return self.evaluate_run(run, example)
+
+    def __repr__(self) -> str:
+        return f"<RagbridgeRunEvaluator {', '.join(self.feedback_keys)}>"
+
+
+class RagbridgeSummaryEvaluator:
+    """A LangSmith summary evaluator ``(runs, examples) -> EvaluationResults``.
+
+    Per metric it reports ``<key>_mean`` (score: the mean over the runs that scored; comment:
+    the bootstrap CI, n, failures and skips; ``evaluator_info``: the same as numbers) and
+    ``<key>_failed`` (score: the number of runs whose score failed). Scores are read from the
+    set's per-run results, scoring any run not seen yet.
+    """
+
+    def __init__(
+        self,
+        suite: RagbridgeEvaluators,
+        metrics: Sequence[str],
+        *,
+        confidence: float = 0.95,
+        n_resamples: int = 2000,
+        seed: int = 0,
+    ) -> None:
+        if not 0.0 < confidence < 1.0:
+            raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
+        self.suite = suite
+        self.metrics = list(metrics)
+        self.confidence = confidence
+        self.n_resamples = n_resamples
+        self.seed = seed
+        self.__name__ = "ragbridge_summary_" + "_".join(suite.keys[m] for m in self.metrics)
+
+    def __call__(self, runs: Sequence[Any], examples: Sequence[Any]) -> EvaluationResults:
+        examples = list(examples) if examples is not None else []
+        outcomes = [
+            self.suite.outcome(run, examples[i] if i < len(examples) else None)
+            for i, run in enumerate(runs)
+        ]
+        results: list[EvaluationResult] = []
+        for metric in self.metrics:
+            results.extend(self._summarise(metric, [o.scores[metric] for o in outcomes]))
+        return EvaluationResults(results=results)
+
+    def _summarise(self, metric: str, scores: list[Score]) -> list[EvaluationResult]:
+        key = self.suite.keys[metric]
+        values = [s.value for s in scores if s.value is not None]
+        failed: dict[str, int] = {}
+        for s in scores:
+            if s.failure is not None:
+                failed[s.failure.kind.value] = failed.get(s.failure.kind.value, 0) + 1
+        n_failed = sum(failed.values())
+        n_skipped = len(scores) - len(values) - n_failed
+        info: dict[str, Any] = {
+            "ragbridge_metric": metric,
+            "n": len(values),
+            "failed": n_failed,
+            "failed_by_kind": failed,
+            "skipped": n_skipped,
+            "runs": len(scores),
+            "confidence": self.confidence,
+            "n_resamples": self.n_resamples,
+            "seed": self.seed,
+        }
+        counts = f"n={len(values)} scored, {n_failed} failed"
+        if failed:
+            counts += " (" + ", ".join(f"{k}: {v}" for k, v in sorted(failed.items())) + ")"
+        counts += f", {n_skipped} skipped"
+        if values:
+            ci = mean_ci(
+                values, confidence=self.confidence, n_resamples=self.n_resamples, seed=self.seed
+            )
+            info.update(mean=ci.mean, ci_low=ci.low, ci_high=ci.high)
+            pct = f"{self.confidence * 100:g}%"
+            comment = f"mean {ci.mean:.3f}, {pct} CI [{ci.low:.3f}, {ci.high:.3f}]; {counts}"
+            mean: float | None = ci.mean
+        else:
+            info.update(mean=None, ci_low=None, ci_high=None)
+            comment = f"no run scored; {counts}"
+            mean = None
+        return [
+            EvaluationResult(
+                key=f"{key}_mean",
+                score=mean,
+                comment=comment,
+                evaluator_info=info,
+                feedback_config=dict(_FEEDBACK_CONFIG),
+            ),
+            EvaluationResult(
+                key=f"{key}_failed",
+                score=n_failed,
+                comment=f"{n_failed} of {len(scores)} runs failed"
+                + (
+                    " (" + ", ".join(f"{k}: {v}" for k, v in sorted(failed.items())) + ")"
+                    if failed
+                    else ""
+                ),
+                evaluator_info=info,
+            ),
+        ]
+
+    def __repr__(self) -> str:
+        return f"<RagbridgeSummaryEvaluator {', '.join(self.suite.keys[m] for m in self.metrics)}>"
+
+
+# --------------------------------------------------------------------------- public functions
+
+
+def evaluators(
+    metrics: Iterable[Metric | str],
+    *,
+    judge: Judge | JudgeEngine | None = None,
+    embedder: Embedder | EmbeddingEngine | None = None,
+    nli: EntailmentModel | None = None,
+    cache: str | os.PathLike[str] | Cache | None = None,
+    question_key: FieldSpec = None,
+    answer_key: FieldSpec = None,
+    contexts_from: FieldSpec = None,
+    retriever: RetrieverSelector = None,
+    reference_key: FieldSpec = None,
+    relevance_key: FieldSpec = None,
+    sample_from: Callable[[Any, Any], Sample] | None = None,
+    keys: Mapping[str, str] | None = None,
+    combined: bool = False,
+    max_concurrency: int = 8,
+    timeout: float | None = 60.0,
+    max_retries: int = 4,
+) -> list[RagbridgeRunEvaluator]:
+    """ragbridge metrics as evaluators for ``langsmith.evaluate`` / ``langsmith.aevaluate``.
+
+    ``metrics`` are names (``"faithfulness"``, ``"answer_relevance:offline"``, ``"recall@5"``)
+    or `Metric` objects; ``judge``, ``embedder``, ``nli``, ``cache``, ``max_concurrency``,
+    ``timeout`` and ``max_retries`` mean what they mean for `ragbridge.core.scoring.Scorer`
+    (one is built here and shared by all returned evaluators).
+
+    Field overrides (a key name, key names tried in order, or ``(run, example) -> value``):
+    ``question_key`` (run inputs), ``answer_key`` (run outputs), ``contexts_from`` (run outputs;
+    a callable returns a list of strings, Documents, dicts or `Context`), ``reference_key`` and
+    ``relevance_key`` (example outputs). ``retriever`` picks the retriever child run by name or
+    predicate and skips the outputs keys. ``sample_from(run, example) -> Sample`` replaces all
+    of it. ``keys`` renames feedback keys (metric name → key).
+
+    Returns one evaluator per metric, or with ``combined=True`` a single evaluator returning all
+    metrics as ``EvaluationResults``; either way each run is scored once for all metrics.
+    """
+    suite = RagbridgeEvaluators(
+        metrics,
+        judge=judge,
+        embedder=embedder,
+        nli=nli,
+        cache=cache,
+        question_key=question_key,
+        answer_key=answer_key,
+        contexts_from=contexts_from,
+        retriever=retriever,
+        reference_key=reference_key,
+        relevance_key=relevance_key,
+        sample_from=sample_from,
+        keys=keys,
+        max_concurrency=max_concurrency,
+        timeout=timeout,
+        max_retries=max_retries,
+    )
+    return suite.evaluators(combined=combined)
+
+
+def summary_evaluators(
+    source: Iterable[Metric | str] | Sequence[RagbridgeRunEvaluator] | RagbridgeEvaluators,
+    *,
+    combined: bool = False,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    **options: Any,
+) -> list[RagbridgeSummaryEvaluator]:
+    """Summary evaluators for ``langsmith.evaluate(..., summary_evaluators=[...])``.
+
+    ``source`` is the list `evaluators` returned (the summaries then read the scores those
+    evaluators computed, re-scoring nothing), a `RagbridgeEvaluators`, or metrics — then a new
+    set is built with ``options`` (the keyword arguments of `evaluators`) and scores every run.
+    Per metric the result holds ``<key>_mean`` with a percentile bootstrap CI
+    (`ragbridge.core.stats.mean_ci` with ``confidence``, ``n_resamples``, ``seed``) and
+    ``<key>_failed``, the number of failed runs.
+    """
+    if isinstance(source, RagbridgeEvaluators):
+        suite = source
+    else:
+        items = list(source)
+        if items and all(isinstance(i, RagbridgeRunEvaluator) for i in items):
+            suites = {id(i.suite): i.suite for i in items if isinstance(i, RagbridgeRunEvaluator)}
+            if len(suites) != 1:
+                raise ValueError("the evaluators come from different evaluators(...) calls")
+            suite = next(iter(suites.values()))
+            wanted = [m for i in items if isinstance(i, RagbridgeRunEvaluator) for m in i.metrics]
+            if options:
+                raise TypeError(
+                    f"options {sorted(options)} only apply when summary_evaluators builds its "
+                    "own metric set; the evaluators given already have theirs"
+                )
+            groups = [wanted] if combined else [[m] for m in wanted]
+            return [
+                RagbridgeSummaryEvaluator(
+                    suite, g, confidence=confidence, n_resamples=n_resamples, seed=seed
+                )
+                for g in groups
+            ]
+        metrics = [i for i in items if not isinstance(i, RagbridgeRunEvaluator)]
+        if len(metrics) != len(items):
+            raise TypeError("pass either metrics or the evaluators list, not a mix")
+        suite = RagbridgeEvaluators(metrics, **options)
+    return suite.summary_evaluators(
+        combined=combined, confidence=confidence, n_resamples=n_resamples, seed=seed
+    )
