@@ -1,0 +1,649 @@
+"""DeepEval adapter: convert `Sample`s to and from DeepEval test cases, datasets and JSON files,
+use ragbridge metrics as DeepEval metrics, and drive DeepEval's own metrics with a ragbridge judge.
+
+Why it is built this way:
+
+* **Lossless conversion through one namespaced metadata key.** DeepEval's `LLMTestCase` has fields
+  for the question (``input``), answer (``actual_output``), reference (``expected_output``),
+  retrieved passages (``retrieval_context``, texts only) and reference passages (``context``).
+  Everything else a `Sample` holds — its id, each context's id/score/metadata, the relevance
+  labels (``None`` and ``{}`` mean different things), the sample's metadata — goes under
+  ``metadata["ragbridge"]`` (`META_KEY`), so ``from_test_case(to_test_case(s)) == s``. The
+  context texts stay in ``retrieval_context`` (what DeepEval's metrics read) and are never
+  duplicated; the per-context extras are a list aligned with it, and a test case edited so the
+  two no longer line up is refused rather than mis-attributed.
+* **Test cases built by hand convert too.** Without ragbridge metadata, the id is the ``id``
+  argument, else the test case's ``name``, else ``"deepeval-"`` plus a hash of its content
+  (deterministic: the same test case always gets the same id). Its metadata becomes the sample's
+  metadata; a `RetrievedContextData` passage becomes a context whose metadata holds its
+  ``source``. A malformed test case (a non-string passage, say) raises ValueError naming the
+  test case and the field.
+* **Datasets hold goldens.** `to_dataset` fills ``EvaluationDataset.goldens`` (a `Golden` with an
+  ``actual_output`` is a complete record) because that is what DeepEval persists:
+  ``save_as("json")`` writes goldens, and ``add_goldens_from_json_file`` reads their
+  ``additional_metadata`` back, while ``add_test_cases_from_json_file`` (4.3) drops test case
+  metadata — ids, scores and labels would be lost. ``to_dataset(..., as_test_cases=True)`` fills
+  ``test_cases`` instead for ``deepeval.evaluate(test_cases=ds.test_cases, ...)``.
+  `from_dataset` reads both. Files are DeepEval's JSON format: its CSV/JSONL writers join list
+  fields with ``|``, which splits any passage containing one.
+* **A ragbridge failure is an error, never a score.** `RagbridgeMetric` sets ``error`` (and
+  ``success=False``, ``score=None``) when the ragbridge `Score` failed, so DeepEval reports it as
+  an errored metric instead of a low score. A *skipped* score (the measure does not apply, e.g.
+  a ranking measure on an unlabelled sample) is reported the same way, as ``"skipped: <reason>"``:
+  DeepEval has no "not applicable" outcome that does not either pass or abort the run.
+* **Direction follows DeepEval.** For measures where lower is better (``hallucination``),
+  success is ``score <= threshold``, as DeepEval's own HallucinationMetric does.
+* **DeepEval's metrics on a ragbridge judge.** `DeepEvalJudge` is a `DeepEvalBaseLLM` whose calls
+  go through a `JudgeEngine`, so DeepEval's prompts get ragbridge's retries, timeout,
+  concurrency cap, usage accounting and cache (keyed by template ``"deepeval"`` and DeepEval's
+  version). A failed call raises `JudgeCallFailed` (a RuntimeError): DeepEval swallows a
+  ``TypeError`` from ``generate`` and silently retries without the schema.
+
+Importing this module without deepeval raises ImportError naming the extra:
+``pip install "ragbridge[deepeval]"``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ragbridge.core.cache import Cache, open_cache
+from ragbridge.core.engine import EmbeddingEngine, JudgeEngine, cost_of
+from ragbridge.core.judge import Embedder, EntailmentModel, Judge, Message
+from ragbridge.core.metrics.base import Metric
+from ragbridge.core.results import Failure, FailureKind, Score, Usage
+from ragbridge.core.runner import resolve_metrics, run_sync
+from ragbridge.core.sample import Sample
+from ragbridge.core.scoring import Scorer, explain
+
+INSTALL_HINT = 'pip install "ragbridge[deepeval]"'
+"""What to run when the ``deepeval`` extra is missing."""
+
+try:
+    from deepeval._version import __version__ as DEEPEVAL_VERSION
+    from deepeval.dataset import EvaluationDataset, Golden
+    from deepeval.metrics import BaseMetric
+    from deepeval.models import DeepEvalBaseLLM
+    from deepeval.test_case import LLMTestCase
+    from deepeval.test_case.llm_test_case import RetrievedContextData
+except ImportError as exc:  # the fence: name the extra, not just the missing module
+    raise ImportError(
+        f"ragbridge.adapters.deepeval needs deepeval, which is not installed ({exc}); "
+        f"install the deepeval extra: {INSTALL_HINT}"
+    ) from exc
+
+__all__ = [
+    "INSTALL_HINT",
+    "META_KEY",
+    "DeepEvalJudge",
+    "JudgeCallFailed",
+    "RagbridgeMetric",
+    "as_deepeval_metric",
+    "from_dataset",
+    "from_golden",
+    "from_test_case",
+    "load_test_cases",
+    "save_test_cases",
+    "to_dataset",
+    "to_golden",
+    "to_test_case",
+]
+
+META_KEY = "ragbridge"
+"""The key of a test case's ``metadata`` that carries what DeepEval has no field for."""
+
+_FORMAT = 1
+
+Record = LLMTestCase | Golden
+
+
+# --------------------------------------------------------------------------- conversions
+
+
+def _extras(sample: Sample) -> dict[str, Any]:
+    return {
+        "format": _FORMAT,
+        "id": sample.id,
+        "contexts": [c.model_dump(exclude={"text"}) for c in sample.contexts],
+        "relevance": None if sample.relevance is None else dict(sample.relevance),
+        "metadata": dict(sample.metadata),
+    }
+
+
+def _fields(sample: Sample) -> dict[str, Any]:
+    if not isinstance(sample, Sample):
+        raise TypeError(f"expected a Sample, got {type(sample).__name__}")
+    return {
+        "input": sample.question,
+        "actual_output": sample.answer,
+        "expected_output": sample.reference,
+        "retrieval_context": [c.text for c in sample.contexts] or None,
+        "context": None if sample.reference_contexts is None else list(sample.reference_contexts),
+        "name": sample.id,
+    }
+
+
+def to_test_case(sample: Sample) -> LLMTestCase:
+    """The `LLMTestCase` of ``sample``; ``from_test_case`` gives the sample back unchanged."""
+    return LLMTestCase(**_fields(sample), metadata={META_KEY: _extras(sample)})
+
+
+def to_golden(sample: Sample) -> Golden:
+    """The `Golden` of ``sample`` (its ``additional_metadata`` carries the ragbridge extras)."""
+    return Golden(**_fields(sample), additional_metadata={META_KEY: _extras(sample)})
+
+
+def _label(record: Any, where: str | None) -> str:
+    kind = "golden" if isinstance(record, Golden) else "test case"
+    name = getattr(record, "name", None)
+    parts = [where] if where else []
+    if name:
+        parts.append(f"name={name!r}")
+    else:
+        text = getattr(record, "input", None)
+        if isinstance(text, str):
+            parts.append(f"input={text[:40]!r}")
+    return f"{kind} {' '.join(parts)}".strip()
+
+
+def _content_id(record: Any) -> str:
+    """A deterministic id for a hand-built test case: a hash of what it says."""
+    payload = {
+        "input": record.input,
+        "actual_output": record.actual_output,
+        "expected_output": record.expected_output,
+        "retrieval_context": [
+            item if isinstance(item, str) else [item.source, item.context]
+            for item in record.retrieval_context or []
+        ],
+        "context": record.context,
+    }
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+    return "deepeval-" + hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+def _str_or_none(value: Any, label: str, field: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise ValueError(f"{label}: {field}: expected a string, got {type(value).__name__}")
+
+
+def _string_list(value: Any, label: str, field: str) -> list[str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise ValueError(f"{label}: {field}: expected a list of strings")
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise ValueError(f"{label}: {field}[{i}]: expected a string, got {type(item).__name__}")
+    return list(value)
+
+
+def _record_metadata(record: Any) -> Any:
+    if isinstance(record, Golden):
+        return record.additional_metadata
+    return record.metadata
+
+
+def from_test_case(
+    test_case: LLMTestCase | Golden, *, id: str | None = None, where: str | None = None
+) -> Sample:
+    """The `Sample` a DeepEval `LLMTestCase` (or `Golden`) describes.
+
+    ``id`` overrides the sample id; ``where`` (e.g. ``"goldens[3]"``) is added to error messages.
+    Raises ValueError naming the test case and the field when a field has the wrong type.
+    """
+    if not isinstance(test_case, (LLMTestCase, Golden)):
+        raise TypeError(f"expected an LLMTestCase or Golden, got {type(test_case).__name__}")
+    label = _label(test_case, where)
+    question = test_case.input
+    if not isinstance(question, str):
+        raise ValueError(f"{label}: input: expected a string, got {type(question).__name__}")
+    answer = _str_or_none(test_case.actual_output, label, "actual_output")
+    reference = _str_or_none(test_case.expected_output, label, "expected_output")
+    reference_contexts = _string_list(test_case.context, label, "context")
+
+    meta = _record_metadata(test_case)
+    if meta is not None and not isinstance(meta, Mapping):
+        raise ValueError(f"{label}: metadata: expected an object, got {type(meta).__name__}")
+    meta = dict(meta or {})
+    extras = meta.pop(META_KEY, None)
+    if extras is not None and not isinstance(extras, Mapping):
+        raise ValueError(f"{label}: metadata[{META_KEY!r}]: expected an object")
+
+    raw_contexts = test_case.retrieval_context
+    if raw_contexts is not None and not isinstance(raw_contexts, list):
+        raise ValueError(f"{label}: retrieval_context: expected a list of strings")
+    contexts: list[dict[str, Any]] = []
+    for i, item in enumerate(raw_contexts or []):
+        if isinstance(item, str):
+            contexts.append({"text": item})
+        elif isinstance(item, RetrievedContextData):
+            if extras is not None:
+                # DeepEval's file loader turns a passage that looks like its source marker into
+                # RetrievedContextData; ragbridge only ever writes strings, so undo it.
+                text = f"deepeval_source={item.source},deepeval_context={item.context}"
+                contexts.append({"text": text})
+            else:
+                contexts.append({"text": item.context, "metadata": {"source": item.source}})
+        else:
+            raise ValueError(
+                f"{label}: retrieval_context[{i}]: expected a string, got {type(item).__name__}"
+            )
+
+    relevance: Any = None
+    sample_metadata: dict[str, Any] = meta
+    sample_id = test_case.name if isinstance(test_case.name, str) and test_case.name else None
+    if extras is not None:
+        where_meta = f"metadata[{META_KEY!r}]"
+        extra_contexts = extras.get("contexts", [])
+        if not isinstance(extra_contexts, list) or len(extra_contexts) != len(contexts):
+            got = len(extra_contexts) if isinstance(extra_contexts, list) else "no"
+            raise ValueError(
+                f"{label}: {where_meta}.contexts: {got} entries for {len(contexts)} passages in "
+                "retrieval_context; was retrieval_context edited after conversion?"
+            )
+        for i, (ctx, extra) in enumerate(zip(contexts, extra_contexts, strict=True)):
+            if not isinstance(extra, Mapping):
+                raise ValueError(f"{label}: {where_meta}.contexts[{i}]: expected an object")
+            ctx.update({k: v for k, v in extra.items() if k != "text"})
+        relevance = extras.get("relevance")
+        inner = extras.get("metadata") or {}
+        if not isinstance(inner, Mapping):
+            raise ValueError(f"{label}: {where_meta}.metadata: expected an object")
+        sample_metadata = {**meta, **inner}
+        if extras.get("id") is not None:
+            sample_id = extras["id"]
+    if id is not None:
+        sample_id = id
+    if sample_id is None:
+        sample_id = _content_id(test_case)
+    try:
+        return Sample.model_validate(
+            {
+                "id": sample_id,
+                "question": question,
+                "answer": answer,
+                "contexts": contexts,
+                "reference": reference,
+                "reference_contexts": reference_contexts,
+                "relevance": relevance,
+                "metadata": sample_metadata,
+            }
+        )
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'sample'}: {err['msg']}"
+            for err in exc.errors(include_url=False)
+        )
+        raise ValueError(f"{label}: {problems}") from None
+
+
+def from_golden(golden: Golden, *, id: str | None = None, where: str | None = None) -> Sample:
+    """The `Sample` a DeepEval `Golden` describes (same rules as `from_test_case`)."""
+    return from_test_case(golden, id=id, where=where)
+
+
+def to_dataset(samples: Iterable[Sample], *, as_test_cases: bool = False) -> EvaluationDataset:
+    """An `EvaluationDataset` of ``samples`` as goldens (default) or as test cases.
+
+    Goldens are what DeepEval saves and loads with their metadata intact (see the module
+    docstring); pass ``as_test_cases=True`` to hand ``dataset.test_cases`` to
+    ``deepeval.evaluate``. Sample ids must be unique.
+    """
+    items = list(samples)
+    seen: dict[str, int] = {}
+    for i, sample in enumerate(items):
+        if not isinstance(sample, Sample):
+            raise TypeError(f"samples[{i}]: expected a Sample, got {type(sample).__name__}")
+        if sample.id in seen:
+            first = seen[sample.id]
+            raise ValueError(
+                f"samples[{i}]: id: duplicate sample id {sample.id!r} (first at [{first}])"
+            )
+        seen[sample.id] = i
+    if as_test_cases:
+        dataset = EvaluationDataset()
+        for sample in items:
+            dataset.add_test_case(to_test_case(sample))
+        return dataset
+    return EvaluationDataset(goldens=[to_golden(s) for s in items])
+
+
+def from_dataset(dataset: EvaluationDataset) -> list[Sample]:
+    """Every golden, then every test case, of a single-turn ``dataset`` as `Sample`s.
+
+    Sample ids must come out unique: a dataset holding the same records both as goldens and as
+    test cases raises ValueError naming both positions.
+    """
+    if not isinstance(dataset, EvaluationDataset):
+        raise TypeError(f"expected an EvaluationDataset, got {type(dataset).__name__}")
+    records: list[tuple[str, Any]] = [(f"goldens[{i}]", g) for i, g in enumerate(dataset.goldens)]
+    records += [(f"test_cases[{i}]", t) for i, t in enumerate(dataset.test_cases)]
+    out: list[Sample] = []
+    seen: dict[str, str] = {}
+    for where, record in records:
+        if not isinstance(record, (LLMTestCase, Golden)):
+            raise ValueError(
+                f"dataset {where}: {type(record).__name__} is multi-turn; "
+                "ragbridge converts single-turn records only"
+            )
+        sample = from_test_case(record, where=f"dataset {where}")
+        if sample.id in seen:
+            raise ValueError(
+                f"dataset {where}: duplicate sample id {sample.id!r} (also {seen[sample.id]})"
+            )
+        seen[sample.id] = where
+        out.append(sample)
+    return out
+
+
+def save_test_cases(samples: Iterable[Sample], path: str | os.PathLike[str]) -> Path:
+    """Write ``samples`` as a DeepEval dataset JSON file (goldens) at ``path``; returns it.
+
+    The file is written by DeepEval's own ``EvaluationDataset.save_as("json", ...)``, so DeepEval
+    reads it with ``add_goldens_from_json_file``; the write is atomic (a crash never leaves half a
+    file). Metadata must be JSON data: anything else raises ValueError naming the sample.
+    """
+    items = list(samples)
+    for sample in items:
+        try:
+            json.dumps(_extras(sample), allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"sample {sample.id!r}: metadata must be JSON data to be saved ({exc})"
+            ) from None
+    dataset = to_dataset(items)
+    if not items:
+        raise ValueError("no samples to save: DeepEval does not write an empty dataset")
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{target.name}.", dir=target.parent) as tmp:
+        written = dataset.save_as("json", directory=tmp, file_name="dataset")
+        os.replace(written, target)
+    return target
+
+
+def load_test_cases(path: str | os.PathLike[str]) -> list[Sample]:
+    """Read a DeepEval dataset JSON file (as `save_test_cases` or ``save_as("json")`` write it)."""
+    dataset = EvaluationDataset()
+    dataset.add_goldens_from_json_file(str(path))
+    return from_dataset(dataset)
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+class RagbridgeMetric(BaseMetric):  # type: ignore[no-untyped-call]
+    """A ragbridge metric as a DeepEval `BaseMetric`, for ``assert_test`` and ``evaluate``.
+
+    ``measure``/``a_measure`` convert the test case with `from_test_case`, score it with a
+    `Scorer`, and set ``score``, ``reason`` (`explain`: the reason and one line per claim or
+    context verdict), ``success`` and, for a failed or skipped ragbridge score, ``error`` (score
+    stays None). ``last_score`` keeps the full ragbridge `Score` of the latest measurement.
+
+    Every constructor argument is kept under its own name because DeepEval's ``evaluate``
+    copies metrics by calling the class again with them; copies share one `Scorer` (its judge
+    engine and cache).
+    """
+
+    def __init__(
+        self,
+        metric: Metric | str,
+        *,
+        judge: Judge | JudgeEngine | None = None,
+        embedder: Embedder | EmbeddingEngine | None = None,
+        nli: EntailmentModel | None = None,
+        cache: str | os.PathLike[str] | Cache | None = None,
+        threshold: float = 0.5,
+        include_reason: bool = True,
+        strict_mode: bool = False,
+        async_mode: bool = True,
+        verbose_mode: bool = False,
+        max_concurrency: int = 8,
+        timeout: float | None = 60.0,
+        max_retries: int = 4,
+        scorer: Scorer | None = None,
+    ) -> None:
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"threshold must lie within [0, 1], got {threshold!r}")
+        resolved = metric if isinstance(metric, Metric) else resolve_metrics([metric])[0]
+        self.metric = resolved
+        if scorer is None:
+            scorer = Scorer(
+                [resolved],
+                judge=judge,
+                embedder=embedder,
+                nli=nli,
+                cache=cache,
+                max_concurrency=max_concurrency,
+                timeout=timeout,
+                max_retries=max_retries,
+            )
+        elif scorer.names != [resolved.name]:
+            raise ValueError(f"scorer scores {scorer.names}, not [{resolved.name!r}]")
+        self.scorer = scorer
+        self.judge = judge
+        self.embedder = embedder
+        self.nli = nli
+        self.cache = cache
+        self.max_concurrency = max_concurrency
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.higher_is_better = type(resolved).higher_is_better
+        self.threshold = (1.0 if self.higher_is_better else 0.0) if strict_mode else threshold
+        self.include_reason = include_reason
+        self.strict_mode = strict_mode
+        self.async_mode = async_mode
+        self.verbose_mode = verbose_mode
+        engine = scorer.judge
+        self.evaluation_model = engine.model if engine is not None else resolved.provider
+        self.last_score: Score | None = None
+
+    @property
+    def __name__(self) -> str:
+        # The provider is part of the name when it is not the default, so that
+        # "faithfulness" and "faithfulness:offline" stay apart in DeepEval's results.
+        metric = self.metric
+        default = metric.providers[0] if metric.providers else metric.provider
+        suffix = "" if metric.provider in (default, "retrieval") else f":{metric.provider}"
+        return f"ragbridge/{metric.name}{suffix}"
+
+    # DeepEval annotates ``-> float``; a failed or skipped score returns None (``error`` says why).
+    def measure(  # type: ignore[override]
+        self, test_case: LLMTestCase, *args: Any, **kwargs: Any
+    ) -> float | None:
+        """Score ``test_case`` (``*args``/``**kwargs`` are DeepEval's display flags, unused)."""
+        sample = from_test_case(test_case)
+        return self._apply(self.scorer.score(sample)[self.metric.name])
+
+    async def a_measure(  # type: ignore[override]
+        self, test_case: LLMTestCase, *args: Any, **kwargs: Any
+    ) -> float | None:
+        """The async form of `measure`, on the caller's event loop."""
+        sample = from_test_case(test_case)
+        scores = await self.scorer.ascore(sample)
+        return self._apply(scores[self.metric.name])
+
+    def _apply(self, score: Score) -> float | None:
+        self.last_score = score
+        self.score = score.value
+        self.reason = None
+        self.error = None
+        if score.value is None:
+            self.error = explain(score)  # "failed (kind): message" or "skipped: reason"
+        elif self.include_reason:
+            self.reason = explain(score)
+        engine = self.scorer.judge
+        cost = cost_of(score.usage, engine.price) if engine is not None else 0.0
+        self.evaluation_cost = cost
+        self.input_tokens = score.usage.prompt_tokens
+        self.output_tokens = score.usage.completion_tokens
+        self.success = self.is_successful()
+        if self.verbose_mode:
+            usage = score.usage
+            self.verbose_logs = "\n".join(
+                [
+                    f"metric: {self.metric.name} (provider {score.provider})",
+                    f"judge: {score.judge_model}, prompt version {score.prompt_version}",
+                    f"usage: {usage.calls} calls ({usage.cached_calls} cached), "
+                    f"{usage.prompt_tokens}+{usage.completion_tokens} tokens",
+                    explain(score, limit=50),
+                ]
+            )
+        value: float | None = score.value
+        return value
+
+    def is_successful(self) -> bool:
+        value: float | None = self.score
+        threshold: float | None = self.threshold
+        if self.error is not None or value is None or threshold is None:
+            success = False
+        elif self.higher_is_better:
+            success = value >= threshold
+        else:
+            success = value <= threshold
+        self.success = success
+        return success
+
+
+def as_deepeval_metric(
+    metric: Metric | str,
+    *,
+    judge: Judge | JudgeEngine | None = None,
+    embedder: Embedder | EmbeddingEngine | None = None,
+    nli: EntailmentModel | None = None,
+    cache: str | os.PathLike[str] | Cache | None = None,
+    threshold: float = 0.5,
+    include_reason: bool = True,
+    strict_mode: bool = False,
+    async_mode: bool = True,
+    verbose_mode: bool = False,
+    max_concurrency: int = 8,
+    timeout: float | None = 60.0,
+    max_retries: int = 4,
+) -> RagbridgeMetric:
+    """A DeepEval metric scoring ``metric`` (an object or a name like ``"faithfulness:offline"``).
+
+    Success is ``score >= threshold``, or ``score <= threshold`` for measures where lower is
+    better (hallucination), as DeepEval's HallucinationMetric has it. ``strict_mode`` sets the
+    threshold to 1 (0 for lower-is-better). A failed or skipped ragbridge score sets ``error``.
+    """
+    return RagbridgeMetric(
+        metric,
+        judge=judge,
+        embedder=embedder,
+        nli=nli,
+        cache=cache,
+        threshold=threshold,
+        include_reason=include_reason,
+        strict_mode=strict_mode,
+        async_mode=async_mode,
+        verbose_mode=verbose_mode,
+        max_concurrency=max_concurrency,
+        timeout=timeout,
+        max_retries=max_retries,
+    )
+
+
+# --------------------------------------------------------------------------- judge
+
+
+class JudgeCallFailed(RuntimeError):
+    """A DeepEval prompt the ragbridge judge could not answer; ``failure`` says why.
+
+    Deliberately not a TypeError: DeepEval catches TypeError from ``generate`` and silently calls
+    again without the schema.
+    """
+
+    def __init__(self, failure: Failure) -> None:
+        self.failure = failure
+        super().__init__(f"judge call failed ({failure.kind.value}): {failure.message}")
+
+
+class DeepEvalJudge(DeepEvalBaseLLM):  # type: ignore[no-untyped-call]
+    """A DeepEval model backed by a ragbridge `Judge` (or a pre-built `JudgeEngine`).
+
+    DeepEval's own metrics then run on the same judge as ragbridge's, through the ragbridge
+    cache: ``FaithfulnessMetric(model=DeepEvalJudge(judge, cache="cache.sqlite"))``. With a
+    pydantic ``schema`` the reply is validated (with ragbridge's repair and retries) and the
+    instance returned; without one the text is returned. ``usage`` adds up what was spent.
+    """
+
+    def __init__(
+        self,
+        judge: Judge | JudgeEngine,
+        *,
+        cache: str | os.PathLike[str] | Cache | None = None,
+        max_concurrency: int = 8,
+        timeout: float | None = 60.0,
+        max_retries: int = 4,
+    ) -> None:
+        if isinstance(judge, JudgeEngine):
+            if cache is not None:
+                raise ValueError("pass the cache to the JudgeEngine, not to DeepEvalJudge")
+            self.engine = judge
+        else:
+            self.engine = JudgeEngine(
+                judge,
+                cache=open_cache(cache),
+                max_concurrency=max_concurrency,
+                timeout=timeout,
+                max_retries=max_retries,
+            )
+        self.usage = Usage()
+        self._lock = threading.Lock()
+        super().__init__(model=self.engine.model)
+
+    def load_model(self, *args: Any, **kwargs: Any) -> DeepEvalJudge:
+        """This object (DeepEval stores it as ``self.model``); the judge is ``engine.judge``."""
+        return self
+
+    def get_model_name(self, *args: Any, **kwargs: Any) -> str:
+        name: str = self.engine.model
+        return name
+
+    def generate(self, prompt: Any, schema: Any = None, **kwargs: Any) -> Any:
+        """Sync form of `a_generate`; safe inside a running event loop."""
+        return run_sync(self.a_generate(prompt, schema=schema, **kwargs))
+
+    async def a_generate(self, prompt: Any, schema: Any = None, **kwargs: Any) -> Any:
+        """The parsed ``schema`` instance, or the reply text; raises `JudgeCallFailed`."""
+        if not isinstance(prompt, str):
+            raise ValueError(
+                f"DeepEvalJudge sends text prompts only, got {type(prompt).__name__} "
+                "(multimodal prompts are not supported)"
+            )
+        messages: list[Message] = [{"role": "user", "content": prompt}]
+        version = DEEPEVAL_VERSION
+        if isinstance(schema, type) and issubclass(schema, BaseModel):
+            call: Any = await self.engine.ask(
+                messages, schema, template_id="deepeval", template_version=version
+            )
+        else:
+            call = await self.engine.complete(
+                messages, template_id="deepeval", template_version=version
+            )
+        with self._lock:
+            self.usage = self.usage + call.usage
+        if call.failure is not None or call.value is None:
+            failure = call.failure or Failure(
+                kind=FailureKind.JUDGE_ERROR, message="the judge returned no value"
+            )
+            raise JudgeCallFailed(failure)
+        return call.value
+
+    def supports_structured_outputs(self) -> bool:
+        return True
+
+    def supports_json_mode(self) -> bool:
+        return True
