@@ -1,0 +1,842 @@
+"""RAGAS adapter: move `Sample`s in and out of RAGAS's data forms, and run RAGAS's own metrics on
+ragbridge's judge, embedder and cache.
+
+Why it exists: teams compare ragbridge's measures with RAGAS's on the same data, or already keep
+their evaluation sets in RAGAS's schema. Both directions must be lossless where RAGAS can carry a
+field, and loud where it cannot.
+
+**Data.** RAGAS's `SingleTurnSample` holds ``user_input``, ``response``, ``retrieved_contexts``,
+``retrieved_context_ids``, ``reference``, ``reference_contexts`` and ``reference_context_ids``;
+it has no sample id, no context scores or metadata, no graded relevance and no metadata, and it
+silently ignores unknown keys (pydantic ``extra="ignore"``). So:
+
+* ``relevance`` maps onto ``reference_context_ids`` (the ids graded > 0; grades are lost there);
+* ``retrieved_context_ids`` is filled only when *every* context has an id: RAGAS's id-based
+  metrics compare ids position by position, and a made-up placeholder id would be scored as a real
+  one. With some ids missing the field stays empty (the ids travel in the extras below);
+* everything else — the sample id, every context's id/score/metadata, the exact ``relevance`` and
+  ``metadata`` — goes into a ``ragbridge`` record (`ragas_extras`). In the JSONL and HF forms it is
+  one more key/column (``ragbridge``), which RAGAS itself ignores when it reads the file, so the
+  files stay valid RAGAS datasets. An in-memory `EvaluationDataset` cannot hold it: pass
+  ``extras=ragas_extras(samples)`` (or just ``ids=``) to `from_ragas_dataset`.
+
+Reading is strict: RAGAS's legacy column names (``question``, ``answer``, ``contexts``,
+``ground_truth``) would be dropped silently by RAGAS; here they raise a `ValueError` naming the
+row and the key to use. Unknown keys and ill-typed fields raise too, naming the row and field.
+RAGAS fields ragbridge has no slot for (``rubrics``, ``persona_name``, ...) are kept in
+``Sample.metadata["ragas"]`` and written back from there.
+
+**Models.** RAGAS has two metric stacks with incompatible model interfaces whose methods share
+names (``generate`` is async with ``n``/``temperature`` in one, sync with a response model in the
+other), so one class cannot serve both:
+
+* `RagasJudge` is a ``BaseRagasLLM`` for ``ragas.evaluate`` and the legacy metrics. Their prompts
+  state the output JSON Schema in the text and RAGAS parses the reply, so each prompt goes through
+  `JudgeEngine.complete` (free text; retries, timeout, cache keyed ``"ragas"`` + RAGAS's version).
+  ``n`` completions are ``n`` calls, each its own cache entry. RAGAS's own tenacity retry around
+  the model is bypassed (the engine already retried); ``temperature`` and ``stop`` are ignored.
+* `RagasInstructorJudge` (``judge.for_collections()``) is an ``InstructorBaseRagasLLM`` for
+  ``ragas.metrics.collections``: prompts with a response model go through `JudgeEngine.ask`
+  (validated, repaired, cached). Identical prompts share a cache entry: with a cache,
+  ``AnswerRelevancy``'s ``strictness`` repeats of one prompt are one call plus cache hits.
+* `RagasEmbedder` is a ``BaseRagasEmbeddings`` (legacy); ``.for_collections()`` gives the
+  ``BaseRagasEmbedding`` the collections metrics require. Both embed through one cached
+  `EmbeddingEngine`. (``ragas.evaluate`` wraps any LangChain ``Embeddings`` — ours included, as
+  ``BaseRagasEmbeddings`` subclasses it — in its ``LangchainEmbeddingsWrapper``, which calls our
+  methods; harmless, but RAGAS's deprecation warning for that wrapper comes from there.)
+
+The two judges made by ``for_collections`` share one engine and one running `usage`. A failed call
+raises `RagasJudgeError` naming the ragbridge failure kind; RAGAS turns it into NaN, and
+`scores_from_ragas` turns every NaN into a typed `Score` failure, so no NaN reaches a report.
+Sync methods work inside a running event loop (`run_sync`).
+
+RAGAS sends telemetry unless ``RAGAS_DO_NOT_TRACK=true`` is set. Importing this module without
+ragas raises ImportError naming the extra: ``pip install "ragbridge[ragas]"``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ragbridge.core.cache import Cache, open_cache
+from ragbridge.core.engine import EmbeddingEngine, JudgeCall, JudgeEngine
+from ragbridge.core.judge import Embedder, Judge, Message
+from ragbridge.core.results import Evaluation, Failure, FailureKind, Score, Usage
+from ragbridge.core.runner import run_sync
+from ragbridge.core.sample import Sample
+
+INSTALL_HINT = 'pip install "ragbridge[ragas]"'
+"""What to run when the ``ragas`` extra is missing."""
+
+try:
+    import ragas
+    from langchain_core.outputs import Generation, LLMResult
+    from langchain_core.prompt_values import PromptValue
+    from ragas.dataset_schema import EvaluationDataset, EvaluationResult, SingleTurnSample
+    from ragas.embeddings.base import BaseRagasEmbedding, BaseRagasEmbeddings
+    from ragas.llms.base import BaseRagasLLM, InstructorBaseRagasLLM
+    from ragas.run_config import RunConfig
+except ImportError as exc:  # the fence: name the extra, not just the missing module
+    raise ImportError(
+        f"ragbridge.adapters.ragas needs ragas, which is not installed ({exc}); "
+        f"install the ragas extra: {INSTALL_HINT}"
+    ) from exc
+
+__all__ = [
+    "EXTRAS_KEY",
+    "INSTALL_HINT",
+    "LEGACY_NAMES",
+    "RAGAS_FIELDS",
+    "RagasEmbedder",
+    "RagasInstructorJudge",
+    "RagasJudge",
+    "RagasJudgeError",
+    "RagasModernEmbedder",
+    "from_hf_dataset",
+    "from_ragas_dataset",
+    "from_ragas_jsonl",
+    "ragas_extras",
+    "score_from_ragas",
+    "scores_from_ragas",
+    "to_hf_dataset",
+    "to_ragas_dataset",
+    "to_ragas_jsonl",
+]
+
+T = TypeVar("T", bound=BaseModel)
+StrPath = str | os.PathLike[str]
+
+TEMPLATE_ID = "ragas"
+"""Cache template id of every RAGAS prompt; the version is ``ragas.__version__``."""
+
+RAGAS_FIELDS: tuple[str, ...] = (
+    "user_input",
+    "retrieved_contexts",
+    "retrieved_context_ids",
+    "reference_contexts",
+    "reference_context_ids",
+    "response",
+    "reference",
+)
+"""The `SingleTurnSample` fields ragbridge maps, in the column order the writers use."""
+
+EXTRAS_KEY = "ragbridge"
+"""The JSONL key / HF column holding what RAGAS has no field for (see `ragas_extras`)."""
+
+LEGACY_NAMES: dict[str, str] = {
+    "question": "user_input",
+    "answer": "response",
+    "contexts": "retrieved_contexts",
+    "ground_truth": "reference",
+    "ground_truths": "reference",
+}
+"""Pre-0.2 RAGAS column names, which RAGAS now drops silently, and the names to use instead."""
+
+# SingleTurnSample fields with no ragbridge slot: kept in Sample.metadata["ragas"].
+_PASSTHROUGH = ("multi_responses", "rubrics", "persona_name", "query_style", "query_length")
+_RAGAS_META = "ragas"
+
+
+# --------------------------------------------------------------------------- data: writing
+
+
+def ragas_extras(sample: Sample) -> dict[str, Any]:
+    """What RAGAS cannot carry for ``sample``: its id, each context's id/score/metadata, the exact
+    ``relevance`` and ``metadata``. JSON data; `from_ragas_dataset` takes a list of these back."""
+    return {
+        "id": sample.id,
+        "contexts": [
+            {"id": c.id, "score": c.score, "metadata": c.metadata} for c in sample.contexts
+        ],
+        "relevance": sample.relevance,
+        "metadata": sample.metadata,
+    }
+
+
+def _ragas_row(sample: Sample) -> dict[str, Any]:
+    """``sample`` in RAGAS's schema, with None for absent fields."""
+    ids = [c.id for c in sample.contexts]
+    relevant = (
+        None
+        if sample.relevance is None
+        else [doc for doc, grade in sample.relevance.items() if grade > 0]
+    )
+    row: dict[str, Any] = {
+        "user_input": sample.question,
+        "retrieved_contexts": [c.text for c in sample.contexts],
+        "retrieved_context_ids": ids if ids and all(i is not None for i in ids) else None,
+        "reference_contexts": (
+            list(sample.reference_contexts) if sample.reference_contexts is not None else None
+        ),
+        "reference_context_ids": relevant,
+        "response": sample.answer,
+        "reference": sample.reference,
+    }
+    passthrough = sample.metadata.get(_RAGAS_META)
+    if isinstance(passthrough, Mapping):
+        for key in _PASSTHROUGH:
+            if passthrough.get(key) is not None:
+                row[key] = passthrough[key]
+    return row
+
+
+def to_ragas_dataset(samples: Iterable[Sample]) -> EvaluationDataset:
+    """An ``EvaluationDataset`` of ``SingleTurnSample``s, one per sample, in order.
+
+    See the module docstring for what RAGAS cannot hold; keep ``ragas_extras`` of each sample (or
+    at least the ids) to come back losslessly.
+    """
+    rows = [SingleTurnSample(**_ragas_row(_check_sample(s, i))) for i, s in enumerate(samples)]
+    return EvaluationDataset(samples=list(rows))
+
+
+def to_ragas_jsonl(samples: Iterable[Sample], path: StrPath) -> int:
+    """Write RAGAS's JSONL form (what ``EvaluationDataset.to_jsonl`` writes: absent fields are
+    omitted) plus a ``ragbridge`` key per line holding `ragas_extras`; returns the count.
+
+    ``EvaluationDataset.from_jsonl`` reads the file as is (it ignores the extra key).
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    count = 0
+    with target.open("w", encoding="utf-8") as handle:
+        for i, sample in enumerate(samples):
+            _check_sample(sample, i)
+            row = {k: v for k, v in _ragas_row(sample).items() if v is not None}
+            row[EXTRAS_KEY] = ragas_extras(sample)
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            count += 1
+    return count
+
+
+def to_hf_dataset(samples: Iterable[Sample]) -> Any:
+    """A Hugging Face ``datasets.Dataset`` in RAGAS's column names, plus a ``ragbridge`` column
+    (`ragas_extras` as a JSON string: Arrow needs one type per column, metadata varies).
+
+    Every column is present in every row (None where absent). RAGAS's own ``to_hf_dataset`` goes
+    through ``Dataset.from_list``, which takes its columns from the *first* row only, so a field
+    absent from the first sample is dropped for all samples; this writer does not do that.
+    """
+    try:
+        from datasets import Dataset  # type: ignore[import-untyped]
+    except ImportError as exc:
+        raise ImportError(
+            f"to_hf_dataset needs the datasets package ({exc}); {INSTALL_HINT}"
+        ) from exc
+    rows = []
+    for i, sample in enumerate(samples):
+        _check_sample(sample, i)
+        row = _ragas_row(sample)
+        rows.append(row | {EXTRAS_KEY: json.dumps(ragas_extras(sample), ensure_ascii=False)})
+    columns: dict[str, list[Any]] = {key: [] for key in (*RAGAS_FIELDS, EXTRAS_KEY)}
+    for key in _PASSTHROUGH:
+        if any(key in row for row in rows):
+            columns[key] = []
+    for row in rows:
+        for key, column in columns.items():
+            column.append(row.get(key))
+    return Dataset.from_dict(columns)
+
+
+def _check_sample(sample: Any, index: int) -> Sample:
+    if not isinstance(sample, Sample):
+        raise TypeError(f"sample {index}: expected a ragbridge Sample, got {type(sample).__name__}")
+    return sample
+
+
+# --------------------------------------------------------------------------- data: reading
+
+
+def from_ragas_dataset(
+    dataset: EvaluationDataset | Iterable[SingleTurnSample],
+    *,
+    ids: Sequence[str] | None = None,
+    extras: Sequence[Mapping[str, Any] | None] | None = None,
+) -> list[Sample]:
+    """`Sample`s from a RAGAS ``EvaluationDataset`` (single-turn samples).
+
+    Sample ids come from ``extras`` (see `ragas_extras`), else ``ids``, else the row index
+    (``"0"``, ``"1"``, ...). Without extras, ``relevance`` is rebuilt from
+    ``reference_context_ids`` with grade 1, and contexts have no score or metadata.
+    """
+    rows: list[dict[str, Any]] = []
+    for index, item in enumerate(dataset):
+        if not isinstance(item, SingleTurnSample):
+            raise ValueError(
+                f"row {index}: expected a SingleTurnSample, got {type(item).__name__} "
+                "(multi-turn samples have no ragbridge equivalent)"
+            )
+        rows.append(item.model_dump(exclude_none=True))
+    return _samples_from_rows(rows, ids=ids, extras=extras, source="dataset")
+
+
+def from_ragas_jsonl(path: StrPath, *, ids: Sequence[str] | None = None) -> list[Sample]:
+    """`Sample`s from a RAGAS JSONL file (ours, with ``ragbridge`` extras, or RAGAS's own).
+
+    Errors name the file, line and field: legacy column names, unknown keys, bad types.
+    """
+    source = str(path)
+    rows: list[dict[str, Any]] = []
+    with Path(path).open("r", encoding="utf-8") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise ValueError(
+                    f"{source}: row {len(rows)} (line {number}): invalid JSON: {exc}"
+                ) from None
+            if not isinstance(row, dict):
+                raise ValueError(
+                    f"{source}: row {len(rows)} (line {number}): expected a JSON object, "
+                    f"got {type(row).__name__}"
+                )
+            rows.append(row)
+    return _samples_from_rows(rows, ids=ids, extras=None, source=source)
+
+
+def from_hf_dataset(dataset: Any, *, ids: Sequence[str] | None = None) -> list[Sample]:
+    """`Sample`s from a Hugging Face ``Dataset`` in RAGAS's column names (a ``ragbridge`` column,
+    as `to_hf_dataset` writes, restores what RAGAS cannot carry). None cells count as absent."""
+    legacy = [c for c in dataset.column_names if c in LEGACY_NAMES]
+    if legacy:
+        name = legacy[0]
+        raise ValueError(
+            f"column {name!r} is a legacy RAGAS name that RAGAS silently drops; "
+            f"rename it to {LEGACY_NAMES[name]!r}"
+        )
+    rows = [{k: v for k, v in row.items() if v is not None} for row in dataset.to_list()]
+    return _samples_from_rows(rows, ids=ids, extras=None, source="dataset")
+
+
+def _samples_from_rows(
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    ids: Sequence[str] | None,
+    extras: Sequence[Mapping[str, Any] | None] | None,
+    source: str,
+) -> list[Sample]:
+    for name, given in (("ids", ids), ("extras", extras)):
+        if given is not None and len(given) != len(rows):
+            raise ValueError(f"{name} has {len(given)} entries for {len(rows)} rows")
+    samples: list[Sample] = []
+    seen: dict[str, int] = {}
+    for index, row in enumerate(rows):
+        extra = extras[index] if extras is not None else None
+        default_id = ids[index] if ids is not None else str(index)
+        sample = _sample_from_row(row, index, extra, default_id, source)
+        if sample.id in seen:
+            raise ValueError(
+                f"{source}: row {index}: id: duplicate sample id {sample.id!r} "
+                f"(first in row {seen[sample.id]})"
+            )
+        seen[sample.id] = index
+        samples.append(sample)
+    return samples
+
+
+_KNOWN = {*RAGAS_FIELDS, *_PASSTHROUGH, EXTRAS_KEY}
+
+
+def _sample_from_row(
+    row: Mapping[str, Any],
+    index: int,
+    extra: Mapping[str, Any] | None,
+    default_id: str,
+    source: str,
+) -> Sample:
+    where = f"{source}: row {index}"
+
+    def bad(field: str, problem: str) -> ValueError:
+        return ValueError(f"{where}: {field}: {problem}")
+
+    for key in row:
+        if key in LEGACY_NAMES:
+            raise bad(
+                key,
+                f"legacy RAGAS name, which RAGAS silently drops; use {LEGACY_NAMES[key]!r}",
+            )
+        if key not in _KNOWN:
+            raise bad(key, f"unknown key (RAGAS single-turn fields are {', '.join(RAGAS_FIELDS)})")
+    if extra is None and EXTRAS_KEY in row:
+        extra = row[EXTRAS_KEY]
+        if isinstance(extra, str):
+            try:
+                extra = json.loads(extra)
+            except json.JSONDecodeError as exc:
+                raise bad(EXTRAS_KEY, f"invalid JSON: {exc}") from None
+    if extra is not None and not isinstance(extra, Mapping):
+        raise bad(EXTRAS_KEY, f"expected an object, got {type(extra).__name__}")
+
+    question = row.get("user_input")
+    if isinstance(question, list):
+        raise bad("user_input", "multi-turn samples (a list of messages) are not supported")
+    if not isinstance(question, str):
+        raise bad("user_input", "required, must be a string" + _got(question))
+    texts = _str_list(row, "retrieved_contexts", bad) or []
+    row_ids = row.get("retrieved_context_ids")
+    if row_ids is not None and (not isinstance(row_ids, list) or len(row_ids) != len(texts)):
+        raise bad(
+            "retrieved_context_ids",
+            f"must be a list with one id per retrieved context ({len(texts)})" + _got(row_ids),
+        )
+    for field in ("response", "reference"):
+        if row.get(field) is not None and not isinstance(row[field], str):
+            raise bad(field, "must be a string" + _got(row[field]))
+
+    contexts_extra: list[Any] | None = None
+    if extra is not None:
+        contexts_extra = extra.get("contexts")
+        if contexts_extra is not None and (
+            not isinstance(contexts_extra, list) or len(contexts_extra) != len(texts)
+        ):
+            raise bad(
+                f"{EXTRAS_KEY}.contexts",
+                f"must be a list with one entry per retrieved context ({len(texts)})",
+            )
+    contexts: list[dict[str, Any]] = []
+    for i, text in enumerate(texts):
+        ctx: dict[str, Any] = {"text": text}
+        if contexts_extra is not None:
+            item = contexts_extra[i]
+            if not isinstance(item, Mapping):
+                raise bad(f"{EXTRAS_KEY}.contexts[{i}]", "expected an object")
+            ctx.update({k: item[k] for k in ("id", "score", "metadata") if item.get(k) is not None})
+        if row_ids is not None:
+            if "id" in ctx and str(ctx["id"]) != str(row_ids[i]):
+                raise bad(
+                    f"retrieved_context_ids[{i}]",
+                    f"{row_ids[i]!r} disagrees with {EXTRAS_KEY}.contexts[{i}].id {ctx['id']!r}",
+                )
+            ctx["id"] = row_ids[i]
+        contexts.append(ctx)
+
+    relevance: Any
+    if extra is not None and "relevance" in extra:
+        relevance = extra["relevance"]
+    else:
+        relevant = row.get("reference_context_ids")
+        if relevant is not None and not isinstance(relevant, list):
+            raise bad("reference_context_ids", "must be a list of ids" + _got(relevant))
+        relevance = None if relevant is None else {str(doc): 1 for doc in relevant}
+
+    metadata: Any = dict(extra.get("metadata") or {}) if extra is not None else {}
+    passthrough = {k: row[k] for k in _PASSTHROUGH if row.get(k) is not None}
+    if passthrough:
+        if not isinstance(metadata, dict):
+            raise bad(f"{EXTRAS_KEY}.metadata", "expected an object")
+        kept = metadata.get(_RAGAS_META)
+        metadata[_RAGAS_META] = {**(kept if isinstance(kept, Mapping) else {}), **passthrough}
+
+    fields: dict[str, Any] = {
+        "id": extra.get("id", default_id) if extra is not None else default_id,
+        "question": question,
+        "answer": row.get("response"),
+        "contexts": contexts,
+        "reference": row.get("reference"),
+        "reference_contexts": _str_list(row, "reference_contexts", bad),
+        "relevance": relevance,
+        "metadata": metadata,
+    }
+    try:
+        return Sample(**fields)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        field = ".".join(str(p) for p in err["loc"]) or "sample"
+        raise bad(field, str(err["msg"])) from None
+
+
+def _str_list(row: Mapping[str, Any], field: str, bad: Any) -> list[str] | None:
+    value = row.get(field)
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise bad(field, "must be a list of strings" + _got(value))
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise bad(f"{field}[{i}]", "must be a string" + _got(item))
+    return list(value)
+
+
+def _got(value: Any) -> str:
+    shown = repr(value)
+    return f", got {shown[:60] + '…' if len(shown) > 60 else shown}"
+
+
+# --------------------------------------------------------------------------- results
+
+
+def score_from_ragas(value: Any, *, metric: str, tolerance: float = 1e-6) -> Score:
+    """One RAGAS score as a ragbridge `Score`: a finite value in [0, 1] (clipped when it is off by
+    at most ``tolerance``, float noise), else a typed failure — never NaN."""
+    reason = getattr(value, "reason", None)
+    if hasattr(value, "value") and not isinstance(value, numbers.Real):
+        value = value.value  # a collections MetricResult
+    if isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, numbers.Real):  # None, strings, ...; numpy scalars are Real
+        return Score.fail(
+            FailureKind.JUDGE_ERROR,
+            f"RAGAS returned no numeric score for {metric} (got {value!r})",
+            provider="ragas",
+        )
+    number = float(value)
+    if math.isnan(number):
+        return Score.fail(
+            FailureKind.JUDGE_ERROR,
+            f"RAGAS returned NaN for {metric}: it does so when a judge call failed, the reply "
+            "could not be parsed, or no statements/claims were extracted",
+            provider="ragas",
+        )
+    if not math.isfinite(number) or not -tolerance <= number <= 1.0 + tolerance:
+        return Score.fail(
+            FailureKind.JUDGE_ERROR,
+            f"RAGAS returned {number!r} for {metric}, outside [0, 1]",
+            provider="ragas",
+        )
+    return Score(
+        value=min(1.0, max(0.0, number)),
+        reason=reason if isinstance(reason, str) and reason else None,
+        provider="ragas",
+    )
+
+
+def scores_from_ragas(
+    result: EvaluationResult | Sequence[Mapping[str, Any]],
+    *,
+    ids: Sequence[str] | None = None,
+    samples: Sequence[Sample] | None = None,
+    judge: RagasJudge | RagasInstructorJudge | None = None,
+) -> Evaluation:
+    """A ragbridge `Evaluation` from a ``ragas.evaluate`` result (or its ``scores`` rows).
+
+    Sample ids come from ``samples`` (the ones converted with `to_ragas_dataset`), else ``ids``,
+    else the row index. Every score goes through `score_from_ragas`: NaN becomes a failure whose
+    message says RAGAS returned NaN. ``judge`` adds its usage and model to the metadata.
+    """
+    rows = list(result.scores) if isinstance(result, EvaluationResult) else list(result)
+    if samples is not None:
+        ids = [s.id for s in samples]
+    if ids is not None and len(ids) != len(rows):
+        raise ValueError(f"{len(ids)} sample ids for {len(rows)} RAGAS result rows")
+    metadata: dict[str, Any] = {"source": "ragas", "ragas_version": ragas.__version__}
+    if judge is not None:
+        metadata["judge_model"] = judge.model
+        metadata["judge_usage"] = judge.usage.model_dump()
+    evaluation = Evaluation(metadata=metadata)
+    for index, row in enumerate(rows):
+        sample_id = ids[index] if ids is not None else str(index)
+        for metric, value in row.items():
+            evaluation.add(sample_id, metric, score_from_ragas(value, metric=metric))
+    return evaluation
+
+
+# --------------------------------------------------------------------------- judges
+
+
+class RagasJudgeError(RuntimeError):
+    """A judge call failed after ragbridge's retries; ``failure`` says why (typed)."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(f"ragbridge judge call failed ({failure.kind.value}): {failure.message}")
+        self.failure = failure
+
+
+class _Ledger:
+    """The engine and running usage shared by the judges of both RAGAS stacks."""
+
+    def __init__(self, engine: JudgeEngine) -> None:
+        self.engine = engine
+        self.usage = Usage()
+        self.lock = threading.Lock()
+
+    def record(self, call: JudgeCall[Any]) -> None:
+        with self.lock:
+            self.usage = self.usage + call.usage
+        if call.failure is not None:
+            raise RagasJudgeError(call.failure)
+
+
+def _engine(
+    judge: Judge | JudgeEngine,
+    cache: StrPath | Cache | None,
+    max_concurrency: int,
+    timeout: float | None,
+    max_retries: int,
+) -> JudgeEngine:
+    if isinstance(judge, JudgeEngine):
+        if cache is not None:
+            raise ValueError("pass cache= to the JudgeEngine, not next to one")
+        return judge
+    return JudgeEngine(
+        judge,
+        cache=open_cache(cache),
+        max_concurrency=max_concurrency,
+        timeout=timeout,
+        max_retries=max_retries,
+    )
+
+
+_ROLES = {"human": "user", "system": "system", "ai": "assistant"}
+
+
+def _messages(prompt: PromptValue | str) -> list[Message]:
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    out: list[Message] = []
+    for message in prompt.to_messages():
+        content = message.content if isinstance(message.content, str) else message.text
+        out.append({"role": _ROLES.get(message.type, "user"), "content": content})
+    return out
+
+
+class RagasJudge(BaseRagasLLM):
+    """A ragbridge `Judge` as RAGAS's ``BaseRagasLLM``, for ``ragas.evaluate`` and legacy metrics.
+
+    ``cache`` is a ragbridge cache (path or `Cache`): a rerun with a fresh wrapper on the same file
+    makes no judge calls. (RAGAS's own ``cache`` attribute, a different mechanism, stays None.)
+    ``usage`` is the running total of calls and tokens, shared with `for_collections`.
+    """
+
+    # BaseRagasLLM is a dataclass: its generated __eq__ would make any two wrappers equal and
+    # unhashable. A wrapper is an identity (its engine, cache and usage), not a value.
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+    def __init__(
+        self,
+        judge: Judge | JudgeEngine,
+        *,
+        cache: StrPath | Cache | None = None,
+        max_concurrency: int = 8,
+        timeout: float | None = 60.0,
+        max_retries: int = 4,
+    ) -> None:
+        self.run_config = RunConfig()
+        self.multiple_completion_supported = True  # we make the n calls ourselves
+        self.cache = None  # RAGAS's disk cache: unused, ragbridge's engine caches
+        self._ledger = _Ledger(_engine(judge, cache, max_concurrency, timeout, max_retries))
+
+    @property
+    def engine(self) -> JudgeEngine:
+        return self._ledger.engine
+
+    @property
+    def model(self) -> str:
+        return self._ledger.engine.model
+
+    @property
+    def usage(self) -> Usage:
+        """Calls and tokens spent so far through this judge and its collections twin."""
+        return self._ledger.usage
+
+    def for_collections(self) -> RagasInstructorJudge:
+        """The ``InstructorBaseRagasLLM`` twin for ``ragas.metrics.collections``, on the same
+        engine, cache and usage."""
+        return RagasInstructorJudge._shared(self._ledger)
+
+    def __repr__(self) -> str:
+        return f"RagasJudge(model={self.model!r})"
+
+    async def agenerate_text(
+        self,
+        prompt: PromptValue,
+        n: int = 1,
+        temperature: float | None = 0.01,
+        stop: list[str] | None = None,
+        callbacks: Any = None,
+    ) -> LLMResult:
+        """``n`` completions of ``prompt`` (one call each); raises `RagasJudgeError` on failure."""
+        import asyncio
+
+        messages = _messages(prompt)
+        calls = await asyncio.gather(
+            *(
+                self.engine.complete(
+                    messages,
+                    template_id=TEMPLATE_ID if i == 0 else f"{TEMPLATE_ID}#{i}",
+                    template_version=ragas.__version__,
+                )
+                for i in range(max(1, n))
+            )
+        )
+        for call in calls:
+            self._ledger.record(call)
+        return LLMResult(generations=[[Generation(text=call.value or "") for call in calls]])
+
+    def generate_text(
+        self,
+        prompt: PromptValue,
+        n: int = 1,
+        temperature: float = 0.01,
+        stop: list[str] | None = None,
+        callbacks: Any = None,
+    ) -> LLMResult:
+        result: LLMResult = run_sync(self.agenerate_text(prompt, n, temperature, stop, callbacks))
+        return result
+
+    async def generate(
+        self,
+        prompt: PromptValue,
+        n: int = 1,
+        temperature: float | None = 0.01,
+        stop: list[str] | None = None,
+        callbacks: Any = None,
+    ) -> LLMResult:
+        # Bypasses RAGAS's tenacity retry (up to 10 attempts with minute-long waits): the engine
+        # has already retried transient errors, and a parse failure is RAGAS's to handle.
+        return await self.agenerate_text(prompt, n, temperature, stop, callbacks)
+
+    def is_finished(self, response: LLMResult) -> bool:
+        # Judges report no finish reason through the protocol; an empty reply was already retried.
+        return True
+
+
+class RagasInstructorJudge(InstructorBaseRagasLLM):
+    """A ragbridge `Judge` as RAGAS's ``InstructorBaseRagasLLM``, for ``ragas.metrics.collections``
+    (``Faithfulness(llm=...)``, ``AnswerRelevancy(llm=..., embeddings=...)``, ...).
+
+    Each prompt goes to `JudgeEngine.ask` with RAGAS's response model as the schema: validated,
+    repaired once, retried, cached. Usually made by `RagasJudge.for_collections`.
+    """
+
+    is_async = True  # RAGAS's prompt helpers check this before choosing agenerate
+
+    def __init__(
+        self,
+        judge: Judge | JudgeEngine,
+        *,
+        cache: StrPath | Cache | None = None,
+        max_concurrency: int = 8,
+        timeout: float | None = 60.0,
+        max_retries: int = 4,
+    ) -> None:
+        self._ledger = _Ledger(_engine(judge, cache, max_concurrency, timeout, max_retries))
+
+    @classmethod
+    def _shared(cls, ledger: _Ledger) -> RagasInstructorJudge:
+        twin = cls.__new__(cls)
+        twin._ledger = ledger
+        return twin
+
+    @property
+    def engine(self) -> JudgeEngine:
+        return self._ledger.engine
+
+    @property
+    def model(self) -> str:
+        return self._ledger.engine.model
+
+    @property
+    def usage(self) -> Usage:
+        return self._ledger.usage
+
+    def __repr__(self) -> str:
+        return f"RagasInstructorJudge(model={self.model!r})"
+
+    async def agenerate(self, prompt: str, response_model: type[T]) -> T:
+        call = await self.engine.ask(
+            _messages(prompt),
+            response_model,
+            template_id=TEMPLATE_ID,
+            template_version=ragas.__version__,
+        )
+        self._ledger.record(call)
+        assert call.value is not None
+        return call.value
+
+    def generate(self, prompt: str, response_model: type[T]) -> T:
+        result: T = run_sync(self.agenerate(prompt, response_model))
+        return result
+
+
+# --------------------------------------------------------------------------- embeddings
+
+
+class RagasEmbedder(BaseRagasEmbeddings):
+    """A ragbridge `Embedder` as RAGAS's ``BaseRagasEmbeddings`` (legacy metrics, e.g.
+    answer_relevancy), embedding through a cached, batching `EmbeddingEngine`."""
+
+    def __init__(
+        self, embedder: Embedder | EmbeddingEngine, *, cache: StrPath | Cache | None = None
+    ) -> None:
+        super().__init__(cache=None)  # RAGAS's cache stays off; ragbridge's engine caches
+        self.run_config = RunConfig()
+        if isinstance(embedder, EmbeddingEngine):
+            if cache is not None:
+                raise ValueError("pass cache= to the EmbeddingEngine, not next to one")
+            self.engine = embedder
+        else:
+            self.engine = EmbeddingEngine(embedder, cache=open_cache(cache))
+
+    @property
+    def model(self) -> str:
+        return self.engine.model
+
+    def for_collections(self) -> RagasModernEmbedder:
+        """The ``BaseRagasEmbedding`` twin that ``ragas.metrics.collections`` require."""
+        return RagasModernEmbedder(self.engine)
+
+    def __repr__(self) -> str:
+        return f"RagasEmbedder(model={self.model!r})"
+
+    async def aembed_query(self, text: str) -> list[float]:
+        return (await self.engine.embed([text]))[0]
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        return await self.engine.embed(list(texts))
+
+    def embed_query(self, text: str) -> list[float]:
+        result: list[float] = run_sync(self.aembed_query(text))
+        return result
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        result: list[list[float]] = run_sync(self.aembed_documents(texts))
+        return result
+
+
+class RagasModernEmbedder(BaseRagasEmbedding):
+    """A ragbridge `Embedder` as RAGAS's modern ``BaseRagasEmbedding`` (collections metrics).
+    Usually made by `RagasEmbedder.for_collections`; batches go to the engine in one request."""
+
+    def __init__(
+        self, embedder: Embedder | EmbeddingEngine, *, cache: StrPath | Cache | None = None
+    ) -> None:
+        super().__init__(cache=None)
+        if isinstance(embedder, EmbeddingEngine):
+            if cache is not None:
+                raise ValueError("pass cache= to the EmbeddingEngine, not next to one")
+            self.engine = embedder
+        else:
+            self.engine = EmbeddingEngine(embedder, cache=open_cache(cache))
+
+    @property
+    def model(self) -> str:
+        return self.engine.model
+
+    def __repr__(self) -> str:
+        return f"RagasModernEmbedder(model={self.model!r})"
+
+    async def aembed_text(self, text: str, **kwargs: Any) -> list[float]:
+        return (await self.engine.embed([text]))[0]
+
+    async def aembed_texts(self, texts: list[str], **kwargs: Any) -> list[list[float]]:
+        return await self.engine.embed(list(texts))
+
+    def embed_text(self, text: str, **kwargs: Any) -> list[float]:
+        result: list[float] = run_sync(self.aembed_text(text))
+        return result
+
+    def embed_texts(self, texts: list[str], **kwargs: Any) -> list[list[float]]:
+        result: list[list[float]] = run_sync(self.aembed_texts(texts))
+        return result
