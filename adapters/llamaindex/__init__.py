@@ -27,19 +27,31 @@ from .capture import (
     run_query_engine,
     usage_of,
 )
+from .evaluators import (
+    LiveScoring,
+    RagbridgeEvaluationResult,
+    RagbridgeEvaluator,
+    evaluators_for,
+    score_queries,
+)
 
 __all__ = [
     "INSTALL_HINT",
     "CapturedQuery",
     "CapturedRetrieval",
+    "LiveScoring",
     "LlamaIndexEmbedder",
     "LlamaIndexJudge",
+    "RagbridgeEvaluationResult",
+    "RagbridgeEvaluator",
     "RetrievalCapture",
     "arun_query_engine",
     "capture_retrievals",
+    "evaluators_for",
     "map_error",
     "node_to_context",
     "nodes_to_contexts",
     "run_query_engine",
+    "score_queries",
     "usage_of",
 ]

@@ -1,0 +1,919 @@
+"""ragbridge metrics inside LlamaIndex: as ``BaseEvaluator``s, and on every query as it happens.
+
+Why it looks the way it does:
+
+* **One metric per evaluator, one judge engine per group.** LlamaIndex's convention is one
+  evaluator per measure (``BatchEvalRunner(evaluators={"faithfulness": ..., ...})``), but
+  ragbridge's claim metrics share work: faithfulness, hallucination and answer relevance read
+  the same extracted claims. `evaluators_for` therefore builds one `Scorer` (one judge engine,
+  cache and concurrency cap) for several evaluators, plus a *per-sample memo*: the evaluators
+  of one sample score through one `MetricContext`, so each shared sub-result (claim
+  extraction, claim verification, the combined context assessment) is computed once, exactly
+  as in `ragbridge.core.evaluate`. The memo is lazy: an evaluator only runs its own metric,
+  so a group costs what the metrics actually asked for — never more judge calls than
+  `Scorer(all metrics)` on that sample, and fewer than separate evaluators (which repeat the
+  shared calls, or at best hit the cache *after* the first finished; under
+  ``BatchEvalRunner`` they run at the same time and both miss). An entry leaves the memo when
+  every metric of the group has taken its score, and the memo keeps at most ``memo_size``
+  entries (least recently used go first), so a group used for only some of its metrics does not
+  grow without bound.
+* **Source nodes keep their ids.** ``BaseEvaluator.evaluate_response`` flattens
+  ``response.source_nodes`` to strings; here it is overridden so contexts keep the source
+  document id (``node.ref_doc_id``) and the retriever score, and ranking measures
+  (``recall@5``, ``mrr``) work on ``relevance=`` passed through ``BatchEvalRunner``'s
+  ``eval_kwargs``.
+* **A failure is not a low score.** A ragbridge failure becomes ``invalid_result=True`` with the
+  failure message as ``invalid_reason`` and no score or passing verdict; a skip (a measure that
+  does not apply) is reported the same way with ``invalid_reason="skipped: ..."``. The
+  evaluator never raises for a judge problem — which matters because ``BatchEvalRunner`` retries
+  a raising evaluator three times with 4-10 s waits. Bad *input* (a context that is not text)
+  raises, naming the query and the field.
+* **Passing reads the metric's direction.** ``passing = score >= threshold``, except for measures
+  of harm (hallucination, ``Metric.higher_is_better = False``), where
+  ``passing = score <= threshold``.
+* **Live scoring never touches the user's query.** `score_queries` listens to the same
+  root-dispatcher handlers as `RetrievalCapture` (it *is* a capture, with a hook on the end of
+  each top-level query). When a query ends, the handler builds the sample (question, answer,
+  the response's source nodes, or the retrievals captured under that query's span when the
+  engine reports none) and hands it to a background thread with its own event loop; it does
+  not wait. The dispatcher swallows handler exceptions silently, so every error is recorded
+  instead (as failure rows or in ``errors``). Retrievals are kept only while their query is
+  open, so a long-running process holds no history beyond the samples it scored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import hashlib
+import os
+import random
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from ragbridge.core.cache import Cache
+from ragbridge.core.engine import EmbeddingEngine, JudgeEngine, Price
+from ragbridge.core.judge import Embedder, EntailmentModel, Judge
+from ragbridge.core.metrics.base import Metric, MetricContext
+from ragbridge.core.results import Evaluation, FailureKind, Score
+from ragbridge.core.runner import run_sync, shared_tags
+from ragbridge.core.sample import Context, Sample
+from ragbridge.core.scoring import Scorer, explain
+
+from .capture import (
+    INSTALL_HINT,
+    SAMPLE_TAG,
+    CapturedRetrieval,
+    RetrievalCapture,
+    _query_text,
+    node_to_context,
+    nodes_to_contexts,
+)
+
+try:
+    from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
+    from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
+    from llama_index.core.instrumentation.events import BaseEvent
+    from llama_index.core.instrumentation.events.query import QueryEndEvent
+    from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent
+    from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
+    from llama_index.core.schema import BaseNode, NodeWithScore
+except ImportError as exc:  # pragma: no cover - capture.py raises first with the same hint
+    raise ImportError(
+        f"ragbridge.adapters.llamaindex needs llama-index-core ({exc}); install the extra: "
+        f"{INSTALL_HINT}"
+    ) from exc
+
+__all__ = [
+    "LiveScoring",
+    "RagbridgeEvaluationResult",
+    "RagbridgeEvaluator",
+    "evaluators_for",
+    "score_queries",
+]
+
+
+# --------------------------------------------------------------------------- shared pieces
+
+
+class _Unscorable(Exception):
+    """A response whose answer cannot be read without changing it (an unconsumed stream)."""
+
+
+def _answer_of(response: Any) -> str | None:
+    """The answer text of a query-engine response, without consuming a stream."""
+    if response is None or isinstance(response, str):
+        return response
+    if isinstance(response, (StreamingResponse, AsyncStreamingResponse)):
+        if response.response_txt is None:
+            raise _Unscorable(
+                "streaming response: its text is not known when the query ends, and reading "
+                "the stream here would take it from the caller"
+            )
+        return response.response_txt
+    text = getattr(response, "response", None)
+    if isinstance(text, str):
+        return text
+    if text is None and hasattr(response, "source_nodes"):
+        return None  # Response(response=None): no answer
+    return str(response)
+
+
+def _lower_is_better(metric: Metric) -> bool:
+    return not metric.higher_is_better
+
+
+def _fingerprint(sample: Sample) -> str:
+    # Everything a metric reads; the id and metadata do not change a score.
+    text = sample.model_dump_json(exclude={"id", "metadata"})
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass
+class _Entry:
+    ctx: MetricContext
+    loop: asyncio.AbstractEventLoop
+    waiting: set[str]
+
+
+class _Group:
+    """The metrics of one `Scorer` scored one at a time, sharing sub-results per sample."""
+
+    def __init__(self, scorer: Scorer, memo_size: int = 256) -> None:
+        self.scorer = scorer
+        self.metrics = {m.name: m for m in scorer.metrics}
+        self.tags = shared_tags(scorer.metrics)
+        self.memo_size = memo_size
+        self._lock = threading.Lock()
+        self._memo: OrderedDict[str, _Entry] = OrderedDict()
+
+    def _context(self) -> MetricContext:
+        s = self.scorer
+        return MetricContext(judge=s.judge, embedder=s.embedder, nli=s.nli, shared_tags=self.tags)
+
+    def _entry(self, name: str, sample: Sample) -> _Entry:
+        key = _fingerprint(sample)
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            entry = self._memo.get(key)
+            if entry is None:
+                entry = _Entry(self._context(), loop, set(self.metrics))
+                self._memo[key] = entry
+            elif entry.loop is not loop:
+                # Sub-results still running belong to another event loop and cannot be awaited
+                # here; finished ones can, from any loop, so they are carried over.
+                ctx = self._context()
+                old = entry.ctx._memo
+                ctx._memo.update({k: task for k, task in old.items() if task.done()})
+                entry = _Entry(ctx, loop, entry.waiting)
+                self._memo[key] = entry
+            self._memo.move_to_end(key)
+            entry.waiting.discard(name)
+            if not entry.waiting:
+                del self._memo[key]
+            while len(self._memo) > self.memo_size:
+                self._memo.popitem(last=False)
+            return entry
+
+    async def score(self, name: str, sample: Sample) -> Score:
+        entry = self._entry(name, sample)
+        return await self.metrics[name].score(sample, entry.ctx)
+
+    def __len__(self) -> int:
+        return len(self._memo)
+
+
+_GROUPS: weakref.WeakKeyDictionary[Scorer, _Group] = weakref.WeakKeyDictionary()
+_GROUPS_LOCK = threading.Lock()
+
+
+def _group_of(scorer: Scorer) -> _Group:
+    with _GROUPS_LOCK:
+        group = _GROUPS.get(scorer)
+        if group is None:
+            group = _GROUPS[scorer] = _Group(scorer)
+        return group
+
+
+# --------------------------------------------------------------------------- evaluator
+
+
+class RagbridgeEvaluationResult(EvaluationResult):
+    """LlamaIndex's `EvaluationResult`, plus the ragbridge metric, `Score` and `Sample` behind
+    it (usage, per-claim details, context ids)."""
+
+    metric: str | None = None
+    ragbridge_score: Score | None = None
+    sample: Sample | None = None
+
+
+def _to_contexts(items: Any, where: str, use_ref_doc_id: bool) -> list[Context]:
+    if isinstance(items, str):
+        raise TypeError(f"{where}: contexts must be a list of texts, not a single string")
+    out: list[Context] = []
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            out.append(Context(text=item))
+        elif isinstance(item, Context):
+            out.append(item)
+        elif isinstance(item, NodeWithScore):
+            out.append(node_to_context(item, use_ref_doc_id=use_ref_doc_id))
+        elif isinstance(item, BaseNode):
+            out.append(node_to_context(NodeWithScore(node=item), use_ref_doc_id=use_ref_doc_id))
+        else:
+            raise TypeError(
+                f"{where}: contexts[{i}] must be a str, Context, NodeWithScore or node, "
+                f"got {type(item).__name__}"
+            )
+    return out
+
+
+class RagbridgeEvaluator(BaseEvaluator):
+    """One ragbridge metric as a LlamaIndex evaluator.
+
+    ``RagbridgeEvaluator("faithfulness", judge=judge)`` builds its own `Scorer`;
+    ``RagbridgeEvaluator("hallucination", scorer=scorer)`` scores through a shared one (and its
+    per-sample memo; see `evaluators_for`). ``threshold`` decides ``passing``: a score at or
+    above it passes, or at or below it for measures where lower is better (hallucination).
+    ``use_ref_doc_id`` names contexts from source nodes by document (default) or node id.
+    """
+
+    def __init__(
+        self,
+        metric: Metric | str,
+        *,
+        judge: Judge | JudgeEngine | None = None,
+        embedder: Embedder | EmbeddingEngine | None = None,
+        nli: EntailmentModel | None = None,
+        cache: str | os.PathLike[str] | Cache | None = None,
+        threshold: float = 0.5,
+        scorer: Scorer | None = None,
+        use_ref_doc_id: bool = True,
+        max_concurrency: int = 8,
+        timeout: float | None = 60.0,
+        max_retries: int = 4,
+        price: Price | None = None,
+    ) -> None:
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"threshold must lie within [0, 1], got {threshold!r}")
+        if scorer is None:
+            scorer = Scorer(
+                [metric],
+                judge=judge,
+                embedder=embedder,
+                nli=nli,
+                cache=cache,
+                max_concurrency=max_concurrency,
+                timeout=timeout,
+                max_retries=max_retries,
+                price=price,
+            )
+        elif any(x is not None for x in (judge, embedder, nli, cache)):
+            raise ValueError("pass either scorer=... or judge/embedder/nli/cache, not both")
+        name = metric.name if isinstance(metric, Metric) else metric
+        if name not in scorer.names:
+            raise ValueError(f"metric {name!r} is not one of the scorer's {scorer.names}")
+        self.scorer = scorer
+        self.metric = scorer.metrics[scorer.names.index(name)]
+        self.threshold = float(threshold)
+        self.use_ref_doc_id = use_ref_doc_id
+        self._group = _group_of(scorer)
+
+    @property
+    def metric_name(self) -> str:
+        return self.metric.name
+
+    @property
+    def lower_is_better(self) -> bool:
+        return _lower_is_better(self.metric)
+
+    def __repr__(self) -> str:
+        return f"RagbridgeEvaluator({self.metric_name!r}, threshold={self.threshold})"
+
+    # -- PromptMixin: ragbridge prompts are versioned templates, not LlamaIndex prompts
+    def _get_prompts(self) -> PromptDictType:
+        return {}
+
+    def _get_prompt_modules(self) -> PromptMixinType:
+        return {}
+
+    def _update_prompts(self, prompts_dict: PromptDictType) -> None:
+        return None
+
+    # -- evaluation
+    def sample_of(
+        self,
+        query: str | None = None,
+        response: str | None = None,
+        contexts: Sequence[Any] | None = None,
+        *,
+        reference: str | None = None,
+        reference_contexts: Sequence[str] | None = None,
+        relevance: Mapping[str, int] | None = None,
+        sample_id: str | None = None,
+    ) -> Sample:
+        """The `Sample` `aevaluate` scores (contexts from strings, `Context`s or nodes)."""
+        where = f"{self.metric_name} evaluator, query {query!r}"
+        if query is not None and not isinstance(query, str):
+            raise TypeError(f"{where}: query must be a str, got {type(query).__name__}")
+        if response is not None and not isinstance(response, str):
+            raise TypeError(f"{where}: response must be a str, got {type(response).__name__}")
+        ctxs = _to_contexts(contexts or [], where, self.use_ref_doc_id)
+        data: dict[str, Any] = {
+            "id": sample_id or "llamaindex",
+            "question": query or "",
+            "answer": response,
+            "contexts": ctxs,
+            "reference": reference,
+            "reference_contexts": list(reference_contexts) if reference_contexts else None,
+            "relevance": dict(relevance) if relevance is not None else None,
+        }
+        try:
+            return Sample.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            loc = ".".join(str(p) for p in first["loc"])
+            msg = str(first["msg"]).removeprefix("Value error, ")
+            raise ValueError(f"{where}: {loc}: {msg}") from exc
+
+    async def aevaluate(
+        self,
+        query: str | None = None,
+        response: str | None = None,
+        contexts: Sequence[Any] | None = None,
+        *,
+        reference: str | None = None,
+        reference_contexts: Sequence[str] | None = None,
+        relevance: Mapping[str, int] | None = None,
+        sample_id: str | None = None,
+        **kwargs: Any,
+    ) -> RagbridgeEvaluationResult:
+        """Score the metric on (query, response, contexts). Other keyword arguments are ignored,
+        as LlamaIndex evaluators do (``BatchEvalRunner`` hands every evaluator the same ones)."""
+        sample = self.sample_of(
+            query,
+            response,
+            contexts,
+            reference=reference,
+            reference_contexts=reference_contexts,
+            relevance=relevance,
+            sample_id=sample_id,
+        )
+        score = await self._group.score(self.metric_name, sample)
+        return self.result_of(sample, score)
+
+    def result_of(self, sample: Sample, score: Score) -> RagbridgeEvaluationResult:
+        """A ragbridge `Score` as LlamaIndex's result."""
+        common: dict[str, Any] = {
+            "query": sample.question,
+            "contexts": [c.text for c in sample.contexts],
+            "response": sample.answer,
+            "feedback": explain(score),
+            "metric": self.metric_name,
+            "ragbridge_score": score,
+            "sample": sample,
+        }
+        if score.failure is not None:
+            return RagbridgeEvaluationResult(
+                **common, invalid_result=True, invalid_reason=score.failure.message
+            )
+        if score.value is None:
+            return RagbridgeEvaluationResult(
+                **common, invalid_result=True, invalid_reason=f"skipped: {score.reason}"
+            )
+        if self.lower_is_better:
+            passing = score.value <= self.threshold
+        else:
+            passing = score.value >= self.threshold
+        return RagbridgeEvaluationResult(**common, score=score.value, passing=passing)
+
+    def evaluate(
+        self,
+        query: str | None = None,
+        response: str | None = None,
+        contexts: Sequence[Any] | None = None,
+        **kwargs: Any,
+    ) -> RagbridgeEvaluationResult:
+        """Sync form; safe inside a running event loop (the scoring then uses a worker thread)."""
+        return run_sync(self.aevaluate(query=query, response=response, contexts=contexts, **kwargs))
+
+    async def aevaluate_response(
+        self, query: str | None = None, response: Any | None = None, **kwargs: Any
+    ) -> RagbridgeEvaluationResult:
+        """Score a query engine's response; its source nodes become contexts with ids."""
+        answer: str | None = None
+        nodes: list[Any] | None = None
+        if response is not None:
+            try:
+                answer = _answer_of(response)
+            except _Unscorable as exc:
+                raise ValueError(
+                    f"{self.metric_name} evaluator, query {query!r}: response: {exc}; "
+                    "consume it first (response.get_response())"
+                ) from exc
+            nodes = list(getattr(response, "source_nodes", None) or [])
+        return await self.aevaluate(query=query, response=answer, contexts=nodes, **kwargs)
+
+    def evaluate_response(
+        self, query: str | None = None, response: Any | None = None, **kwargs: Any
+    ) -> RagbridgeEvaluationResult:
+        return run_sync(self.aevaluate_response(query=query, response=response, **kwargs))
+
+
+def evaluators_for(
+    metrics: Iterable[Metric | str],
+    *,
+    judge: Judge | JudgeEngine | None = None,
+    embedder: Embedder | EmbeddingEngine | None = None,
+    nli: EntailmentModel | None = None,
+    cache: str | os.PathLike[str] | Cache | None = None,
+    threshold: float = 0.5,
+    thresholds: Mapping[str, float] | None = None,
+    use_ref_doc_id: bool = True,
+    max_concurrency: int = 8,
+    timeout: float | None = 60.0,
+    max_retries: int = 4,
+    price: Price | None = None,
+) -> dict[str, RagbridgeEvaluator]:
+    """One evaluator per metric, keyed by metric name, sharing one `Scorer` and a per-sample
+    memo: ready for ``BatchEvalRunner(evaluators=evaluators_for([...], judge=...))``.
+
+    Shared sub-results (claims, their verification) are computed once per sample whichever
+    evaluator asks first. ``thresholds`` overrides ``threshold`` per metric name.
+    """
+    scorer = Scorer(
+        metrics,
+        judge=judge,
+        embedder=embedder,
+        nli=nli,
+        cache=cache,
+        max_concurrency=max_concurrency,
+        timeout=timeout,
+        max_retries=max_retries,
+        price=price,
+    )
+    chosen = dict(thresholds or {})
+    unknown = sorted(set(chosen) - set(scorer.names))
+    if unknown:
+        raise ValueError(f"thresholds name unknown metrics {unknown}; metrics: {scorer.names}")
+    return {
+        name: RagbridgeEvaluator(
+            name,
+            scorer=scorer,
+            threshold=chosen.get(name, threshold),
+            use_ref_doc_id=use_ref_doc_id,
+        )
+        for name in scorer.names
+    }
+
+
+# --------------------------------------------------------------------------- live scoring
+
+
+class _LiveCapture(RetrievalCapture):
+    """A capture that keeps retrievals only while their top-level call is open, and tells its
+    `LiveScoring` when a top-level query ends."""
+
+    def __init__(self, live: LiveScoring) -> None:
+        super().__init__(use_ref_doc_id=live.use_ref_doc_id)
+        self._live = live
+        self._by_root: dict[str, list[CapturedRetrieval]] = {}
+
+    def _event(self, event: BaseEvent) -> None:
+        try:
+            if threading.get_ident() == self._live._worker_ident:
+                return  # the judge's own LLM calls, made while scoring
+            with self._lock:
+                if not self._active:
+                    return
+                root = self._root_of(event.span_id)
+                if root is None:
+                    return  # outside any span: nothing to attribute it to
+                if isinstance(event, RetrievalEndEvent):
+                    self._by_root.setdefault(root, []).append(
+                        CapturedRetrieval(
+                            query=_query_text(event.str_or_query_bundle),
+                            nodes=list(event.nodes),
+                            span_id=event.span_id,
+                            root_span_id=root,
+                            tags=dict(event.tags),
+                            thread_id=threading.get_ident(),
+                        )
+                    )
+                    return
+                if not isinstance(event, QueryEndEvent) or root != event.span_id:
+                    return  # only the user's own (outermost) query call is scored
+                retrievals = self._by_root.pop(root, [])
+            self._live._query_ended(event, root, retrievals)
+        except Exception as exc:  # the dispatcher would swallow it silently
+            self._live._error(f"query end handling failed: {type(exc).__name__}: {exc}")
+
+    def _span_exit(self, id_: str) -> None:
+        with self._lock:
+            if self._roots.get(id_) == id_:
+                self._by_root.pop(id_, None)
+            self._roots.pop(id_, None)
+
+    def close(self) -> None:
+        super().close()
+        with self._lock:
+            self._by_root.clear()
+
+
+@dataclass
+class _Pending:
+    sample: Sample
+    future: concurrent.futures.Future[None] | None = None
+
+
+@dataclass
+class _Counts:
+    seen: int = 0
+    skipped: int = 0
+    dropped: int = 0
+    scored: int = 0
+    ids: set[str] = field(default_factory=set)
+
+
+class LiveScoring:
+    """Scores every top-level query a LlamaIndex query engine answers while it is open.
+
+    Build it with `score_queries`. Each query that ends is sampled with probability
+    ``sample_rate`` (``seed`` makes the choice reproducible); a sampled query becomes a `Sample`
+    (``samples``) scored in a background thread; its scores land in ``evaluation``. ``seen``
+    counts the queries observed, ``skipped`` those not sampled, ``dropped`` those refused because
+    ``max_pending`` were already waiting, ``scored`` those whose scores are recorded, and
+    ``pending`` those still being scored. ``close`` (or leaving the ``with`` block) stops
+    listening, waits for pending scoring (up to ``close_timeout``; what is left is recorded as
+    ``cancelled`` failures) and stops the worker.
+
+    Sample ids come from the ``id_tag`` instrument tag when the query ran under
+    ``instrument_tags({id_tag: ...})``, else ``"query-<n>"`` in the order queries ended.
+    Only the outermost query call is scored (a router's sub-queries or a query-engine tool
+    inside an agent are not). Chat engines emit no query end, and neither does a
+    ``CustomQueryEngine`` (it overrides ``query`` without instrumentation): they are not scored;
+    subclass ``BaseQueryEngine`` instead, or run them through `run_query_engine` and score the
+    samples. Read ``evaluation`` and ``samples`` after `wait` or `close`.
+    """
+
+    def __init__(
+        self,
+        metrics: Iterable[Metric | str],
+        *,
+        judge: Judge | JudgeEngine | None = None,
+        embedder: Embedder | EmbeddingEngine | None = None,
+        nli: EntailmentModel | None = None,
+        cache: str | os.PathLike[str] | Cache | None = None,
+        sample_rate: float = 1.0,
+        seed: int | None = None,
+        id_tag: str | None = SAMPLE_TAG,
+        use_ref_doc_id: bool = True,
+        max_pending: int = 1000,
+        close_timeout: float | None = None,
+        max_concurrency: int = 8,
+        timeout: float | None = 60.0,
+        max_retries: int = 4,
+        price: Price | None = None,
+    ) -> None:
+        if not 0.0 <= sample_rate <= 1.0:
+            raise ValueError(f"sample_rate must lie within [0, 1], got {sample_rate!r}")
+        if max_pending < 1:
+            raise ValueError(f"max_pending must be >= 1, got {max_pending!r}")
+        self.scorer = Scorer(
+            metrics,
+            judge=judge,
+            embedder=embedder,
+            nli=nli,
+            cache=cache,
+            max_concurrency=max_concurrency,
+            timeout=timeout,
+            max_retries=max_retries,
+            price=price,
+        )
+        self.sample_rate = float(sample_rate)
+        self.seed = seed
+        self.id_tag = id_tag
+        self.use_ref_doc_id = use_ref_doc_id
+        self.max_pending = max_pending
+        self.close_timeout = close_timeout
+        self.evaluation = Evaluation(
+            metadata={
+                "metrics": {
+                    m.name: {"class": type(m).__name__, "provider": m.provider}
+                    for m in self.scorer.metrics
+                },
+                "judge_model": self.scorer.judge.model if self.scorer.judge else None,
+                "sample_rate": self.sample_rate,
+                "seed": seed,
+            }
+        )
+        self.samples: list[Sample] = []
+        self.errors: list[str] = []
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._counts = _Counts()
+        self._pending: dict[str, _Pending] = {}
+        self._capture = _LiveCapture(self)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._worker_ident: int | None = None
+        self._state = "new"  # new -> open -> closed
+
+    # -- counters
+    @property
+    def seen(self) -> int:
+        return self._counts.seen
+
+    @property
+    def skipped(self) -> int:
+        return self._counts.skipped
+
+    @property
+    def dropped(self) -> int:
+        return self._counts.dropped
+
+    @property
+    def scored(self) -> int:
+        return self._counts.scored
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    @property
+    def active(self) -> bool:
+        return self._state == "open"
+
+    # -- lifecycle
+    def open(self) -> LiveScoring:
+        """Start the worker and listen (idempotent while open; a closed one cannot reopen)."""
+        with self._lock:
+            if self._state == "open":
+                return self
+            if self._state == "closed":
+                raise RuntimeError("this LiveScoring is closed; start a new one")
+            loop = asyncio.new_event_loop()
+            started = threading.Event()
+            thread = threading.Thread(
+                target=self._work, args=(loop, started), name="ragbridge-live", daemon=True
+            )
+            thread.start()
+            started.wait()
+            self._loop, self._thread = loop, thread
+            self._state = "open"
+        self._capture.open()
+        return self
+
+    def _work(self, loop: asyncio.AbstractEventLoop, started: threading.Event) -> None:
+        self._worker_ident = threading.get_ident()
+        asyncio.set_event_loop(loop)
+        started.set()
+        try:
+            loop.run_forever()
+        finally:
+            tasks = asyncio.all_tasks(loop)
+            for task in tasks:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the scoring of every query seen so far is recorded; False on timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._pending:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            with self._lock:
+                futures = [p.future for p in self._pending.values() if p.future is not None]
+            if futures:
+                concurrent.futures.wait(
+                    futures, timeout=left, return_when=concurrent.futures.FIRST_COMPLETED
+                )
+            else:  # a query is between being sampled and being handed to the worker
+                time.sleep(0.005)
+        return True
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Stop listening, wait for pending scoring (``timeout`` defaults to ``close_timeout``)
+        and stop the worker. Returns False when scoring was cut short by the timeout."""
+        with self._lock:
+            if self._state != "open":
+                self._state = "closed"
+                return not self._pending
+            self._state = "closed"
+        self._capture.close()
+        finished = self.wait(self.close_timeout if timeout is None else timeout)
+        if not finished:
+            with self._lock:
+                left = list(self._pending.values())
+            for item in left:
+                if item.future is not None:
+                    item.future.cancel()
+                message = "scoring did not finish before close(timeout=...)"
+                self._record(
+                    item.sample.id,
+                    {n: Score.fail(FailureKind.CANCELLED, message) for n in self.scorer.names},
+                )
+        loop, thread = self._loop, self._thread
+        if loop is not None and thread is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+        self._finish_metadata()
+        return finished
+
+    async def aclose(self, timeout: float | None = None) -> bool:
+        """`close` without blocking the running event loop."""
+        return await asyncio.to_thread(self.close, timeout)
+
+    def __enter__(self) -> LiveScoring:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> LiveScoring:
+        return self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def _finish_metadata(self) -> None:
+        meta = self.evaluation.metadata
+        meta.update(seen=self.seen, skipped=self.skipped, dropped=self.dropped, scored=self.scored)
+        engine = self.scorer.judge
+        if engine is not None:
+            meta["judge_stats"] = {
+                "calls": engine.stats.calls,
+                "cached": engine.stats.cached,
+                "retries": engine.stats.retries,
+                "failures": engine.stats.failures,
+            }
+        if self.errors:
+            meta["errors"] = list(self.errors)
+
+    # -- called from the dispatcher (the user's thread or task): quick, never raises
+    def _error(self, message: str) -> None:
+        with self._lock:
+            self.errors.append(message)
+
+    def _query_ended(
+        self, event: QueryEndEvent, root: str, retrievals: list[CapturedRetrieval]
+    ) -> None:
+        tags = dict(event.tags)
+        with self._lock:
+            if self._state != "open" or self._loop is None:
+                return
+            counts = self._counts
+            counts.seen += 1
+            number = counts.seen
+            if self.sample_rate < 1.0 and self._rng.random() >= self.sample_rate:
+                counts.skipped += 1
+                return
+            if len(self._pending) >= self.max_pending:
+                counts.dropped += 1
+                return
+            sample_id = self._new_id(tags, number)
+            loop = self._loop
+        try:
+            sample, skip = self._sample_of(sample_id, event, root, tags, retrievals)
+        except Exception as exc:
+            sample = Sample(id=sample_id, question=_safe_query(event), metadata={"span_id": root})
+            message = f"could not read the query: {type(exc).__name__}: {exc}"
+            failure = Score.fail(FailureKind.INVALID_INPUT, message)
+            self._start(sample)
+            self._record(sample_id, dict.fromkeys(self.scorer.names, failure))
+            return
+        self._start(sample)
+        if skip is not None:
+            self._record(sample_id, {n: Score.skip(skip) for n in self.scorer.names})
+            return
+        future = asyncio.run_coroutine_threadsafe(self._score(sample), loop)
+        with self._lock:
+            item = self._pending.get(sample_id)
+            if item is not None:
+                item.future = future
+
+    def _new_id(self, tags: Mapping[str, Any], number: int) -> str:
+        tagged = tags.get(self.id_tag) if self.id_tag else None
+        base = str(tagged) if tagged is not None and str(tagged) else f"query-{number}"
+        sample_id, n = base, 1
+        while sample_id in self._counts.ids:
+            n += 1
+            sample_id = f"{base}#{n}"
+        self._counts.ids.add(sample_id)
+        return sample_id
+
+    def _sample_of(
+        self,
+        sample_id: str,
+        event: QueryEndEvent,
+        root: str,
+        tags: dict[str, Any],
+        retrievals: list[CapturedRetrieval],
+    ) -> tuple[Sample, str | None]:
+        meta: dict[str, Any] = {"span_id": root, "retrievals": len(retrievals)}
+        plain = {k: v for k, v in tags.items() if isinstance(v, (str, int, float, bool))}
+        if plain:
+            meta["tags"] = plain
+        skip: str | None = None
+        try:
+            answer = _answer_of(event.response)
+        except _Unscorable as exc:
+            answer, skip = None, str(exc)
+        source = list(getattr(event.response, "source_nodes", None) or [])
+        if source:
+            contexts = nodes_to_contexts(source, use_ref_doc_id=self.use_ref_doc_id)
+        else:
+            contexts = self._capture.contexts(retrievals)
+            if contexts:
+                meta["contexts_from"] = "instrumentation"
+        sample = Sample(
+            id=sample_id,
+            question=_query_text(event.query),
+            answer=answer,
+            contexts=contexts,
+            metadata=meta,
+        )
+        return sample, skip
+
+    def _start(self, sample: Sample) -> None:
+        with self._lock:
+            self.samples.append(sample)
+            self._pending[sample.id] = _Pending(sample)
+
+    # -- on the worker loop
+    async def _score(self, sample: Sample) -> None:
+        try:
+            scores = await self.scorer.ascore(sample)
+        except Exception as exc:  # a bug must become rows, not a lost query
+            failure = Score.fail(FailureKind.JUDGE_ERROR, f"{type(exc).__name__}: {exc}")
+            scores = dict.fromkeys(self.scorer.names, failure)
+        self._record(sample.id, scores)
+
+    def _record(self, sample_id: str, scores: Mapping[str, Score]) -> None:
+        with self._lock:
+            if self._pending.pop(sample_id, None) is None:
+                return  # already recorded (e.g. cancelled at close)
+            for name, score in scores.items():
+                self.evaluation.add(sample_id, name, score)
+            self._counts.scored += 1
+
+
+def _safe_query(event: QueryEndEvent) -> str:
+    try:
+        return _query_text(event.query)
+    except Exception:
+        return ""
+
+
+def score_queries(
+    metrics: Iterable[Metric | str],
+    *,
+    judge: Judge | JudgeEngine | None = None,
+    embedder: Embedder | EmbeddingEngine | None = None,
+    nli: EntailmentModel | None = None,
+    cache: str | os.PathLike[str] | Cache | None = None,
+    sample_rate: float = 1.0,
+    seed: int | None = None,
+    id_tag: str | None = SAMPLE_TAG,
+    use_ref_doc_id: bool = True,
+    max_pending: int = 1000,
+    close_timeout: float | None = None,
+    max_concurrency: int = 8,
+    timeout: float | None = 60.0,
+    max_retries: int = 4,
+    price: Price | None = None,
+) -> LiveScoring:
+    """Score the queries LlamaIndex query engines answer from now on, in the background.
+
+    ``with score_queries(["faithfulness"], judge=judge, sample_rate=0.1) as live:
+    engine.query(...)`` → ``live.evaluation``. Returns an open `LiveScoring`; use it as a
+    (sync or async) context manager, or call ``close()``. See `LiveScoring` for the counters.
+    """
+    live = LiveScoring(
+        metrics,
+        judge=judge,
+        embedder=embedder,
+        nli=nli,
+        cache=cache,
+        sample_rate=sample_rate,
+        seed=seed,
+        id_tag=id_tag,
+        use_ref_doc_id=use_ref_doc_id,
+        max_pending=max_pending,
+        close_timeout=close_timeout,
+        max_concurrency=max_concurrency,
+        timeout=timeout,
+        max_retries=max_retries,
+        price=price,
+    )
+    return live.open()
