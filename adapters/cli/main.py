@@ -9,7 +9,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from ragbridge.adapters.cli import eval_command, gate_command, trec_command
+from ragbridge.adapters.cli import eval_command, export_command, gate_command, trec_command
 from ragbridge.adapters.cli.options import UserError
 
 
@@ -19,6 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     eval_command.register(sub)
+    export_command.register(sub)
     gate_command.register(sub)
     trec_command.register(sub)
     return parser
@@ -29,7 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         code: int = args.handler(args)
-    except (UserError, ValueError, OSError) as exc:
+    except (UserError, ValueError, OSError, ImportError) as exc:  # ImportError names the extra
         print(f"ragbridge: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # pragma: no cover - e.g. piped into `head`

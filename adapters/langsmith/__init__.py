@@ -19,6 +19,7 @@ from .evaluators import (
     evaluators,
     summary_evaluators,
 )
+from .examples import example_id, example_records, save_examples, to_examples
 from .runs import (
     INSTALL_HINT,
     OfflineClient,
@@ -39,10 +40,14 @@ __all__ = [
     "RagbridgeSummaryEvaluator",
     "build_run_trees",
     "evaluators",
+    "example_id",
+    "example_records",
     "load_runs",
     "offline_client",
     "sample_from_run",
     "samples_from_project",
     "samples_from_runs",
+    "save_examples",
     "summary_evaluators",
+    "to_examples",
 ]
