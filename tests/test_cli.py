@@ -271,3 +271,19 @@ def test_the_console_script_runs_and_reports_errors_without_a_traceback(data: Pa
     assert "Traceback" not in bad.stderr
     assert bad.stderr.strip().endswith("no such file")
     assert json.loads(json.dumps(bad.stderr))  # printable, one line
+
+
+def test_eval_writes_the_html_report(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = tmp_path / "report.html"
+    code, out, _ = run_cli(
+        capsys, "eval", str(data), "--metrics", "recall@1,faithfulness", "--embedder", "hash",
+        "--report", str(report),
+    )  # fmt: skip
+    assert code == 0
+    assert f"wrote {report}" in out
+    html = report.read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>")
+    assert html.count("<details") >= 6  # one drill-down per sample
+    assert "What is fact number 5?" in html
