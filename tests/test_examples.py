@@ -57,3 +57,28 @@ def test_offline_metrics_example_runs_and_explains_the_wrong_number() -> None:
     assert float(rows["wrong-number"][0]) == 0.0  # faithfulness
     assert float(rows["evasive"][2]) == 0.0  # answer relevance of a noncommittal answer
     assert "terms not found in the contexts: ['30']" in done.stdout
+
+
+def test_framework_sinks_example_gives_the_same_numbers_in_every_framework() -> None:
+    import importlib.util
+
+    import pytest
+
+    for module in ("sentence_transformers", "deepeval", "langsmith", "llama_index.core"):
+        if importlib.util.find_spec(module.split(".")[0]) is None:
+            pytest.skip(f"needs {module} (pip install 'ragbridge[all]')")
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "framework_sinks.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"},
+    )
+    rows = [line.split() for line in done.stdout.splitlines()]
+    table = {r[0]: r[1:] for r in rows if len(r) == 5 and r[0] in {f"q{i}" for i in range(1, 6)}}
+    assert len(table) == 5
+    for sid, values in table.items():
+        assert len(set(values)) == 1, (sid, values)  # ragbridge = langsmith = deepeval = llamaindex
+    assert table["q5"][0] == "0.000"
+    assert "✗ [not supported] I could not find that in the context." in done.stdout
+    assert "(warm cache): score 1.00, judge calls so far 3, cached 3" in done.stdout

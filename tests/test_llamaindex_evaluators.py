@@ -644,3 +644,16 @@ def test_node_contexts_are_accepted_directly() -> None:
     assert result.sample is not None
     assert [(c.id, c.score) for c in result.sample.contexts] == [("n1", 0.3), ("n2", None)]
     assert result.score == 0.5
+
+
+def test_provider_suffixed_metric_names_resolve() -> None:
+    from ragbridge.core.testing import HashEmbedder
+
+    evaluator = RagbridgeEvaluator("faithfulness:offline", embedder=HashEmbedder())
+    result = evaluator.evaluate(
+        query="Where is Paris?", response="Paris is in France.", contexts=["Paris is in France."]
+    )
+    assert evaluator.metric.provider == "offline"
+    assert result.score == 1.0
+    shared = evaluators_for(["faithfulness:offline", "mrr"], embedder=HashEmbedder())
+    assert set(shared) == {"faithfulness", "mrr"}

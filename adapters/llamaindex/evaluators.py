@@ -63,7 +63,7 @@ from ragbridge.core.engine import EmbeddingEngine, JudgeEngine, Price
 from ragbridge.core.judge import Embedder, EntailmentModel, Judge
 from ragbridge.core.metrics.base import Metric, MetricContext
 from ragbridge.core.results import Evaluation, FailureKind, Score
-from ragbridge.core.runner import run_sync, shared_tags
+from ragbridge.core.runner import resolve_metrics, run_sync, shared_tags
 from ragbridge.core.sample import Context, Sample
 from ragbridge.core.scoring import Scorer, explain
 
@@ -277,7 +277,8 @@ class RagbridgeEvaluator(BaseEvaluator):
             )
         elif any(x is not None for x in (judge, embedder, nli, cache)):
             raise ValueError("pass either scorer=... or judge/embedder/nli/cache, not both")
-        name = metric.name if isinstance(metric, Metric) else metric
+        # "faithfulness:offline" names the metric "faithfulness": resolve before looking it up.
+        name = metric.name if isinstance(metric, Metric) else resolve_metrics([metric])[0].name
         if name not in scorer.names:
             raise ValueError(f"metric {name!r} is not one of the scorer's {scorer.names}")
         self.scorer = scorer
