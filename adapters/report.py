@@ -254,7 +254,8 @@ def _judge_models(ev: Evaluation) -> list[str]:
     found = ev.metadata.get("judge_model")
     if isinstance(found, str) and found:
         return [found]
-    models = {s.judge_model for _, _, s in ev if s.judge_model}
+    # Offline scores stamp their embedding model in judge_model; only LLM scores had a judge.
+    models = {s.judge_model for _, _, s in ev if s.judge_model and s.provider in (None, "llm")}
     return sorted(models)
 
 
@@ -281,15 +282,18 @@ def _header(
         rows: list[tuple[str, str]] = [
             ("Samples", _int(len(ids))),
             ("Metrics", ", ".join(ev.metrics) or "none"),
-            ("Judge model", ", ".join(_judge_models(ev)) or "none"),
+            ("Judge model", ", ".join(_judge_models(ev)) or "none (offline providers only)"),
             ("Embedding model", str(ev.metadata.get("embedding_model") or "none")),
-            ("Judge calls", f"{_int(usage.calls)} ({_int(usage.cached_calls)} from cache)"),
-            (
-                "Tokens",
-                f"{_int(usage.prompt_tokens)} prompt + {_int(usage.completion_tokens)} "
-                f"completion = {_int(usage.total_tokens)}",
-            ),
         ]
+        if usage.calls or usage.cached_calls:
+            rows += [
+                ("Judge calls", f"{_int(usage.calls)} ({_int(usage.cached_calls)} from cache)"),
+                (
+                    "Tokens",
+                    f"{_int(usage.prompt_tokens)} prompt + {_int(usage.completion_tokens)} "
+                    f"completion = {_int(usage.total_tokens)}",
+                ),
+            ]
         cost = ev.metadata.get("cost_usd")
         if isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost):
             rows.append(("Cost", f"${cost:,.4f}"))

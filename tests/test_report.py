@@ -528,3 +528,13 @@ def test_single_diagnosis_with_several_pipelines_is_refused() -> None:
     ev = _evaluation()
     with pytest.raises(ValueError, match="diagnosis: a single Diagnosis is ambiguous"):
         render_report({"a": ev, "b": ev}, diagnosis=diagnose(ev))
+
+
+def test_offline_only_runs_say_there_was_no_judge() -> None:
+    ev = Evaluation(metadata={"judge_model": None, "embedding_model": "all-MiniLM-L6-v2"})
+    ev.add(
+        "s1", "faithfulness", Score(value=0.5, provider="offline", judge_model="all-MiniLM-L6-v2")
+    )
+    html = render_report(ev)
+    assert "<dt>Judge model</dt><dd>none (offline providers only)</dd>" in html
+    assert "<dt>Judge calls</dt>" not in html

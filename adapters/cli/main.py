@@ -9,7 +9,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from ragbridge.adapters.cli import eval_command, export_command, gate_command, trec_command
+from ragbridge.adapters.cli import (
+    demo_command,
+    eval_command,
+    export_command,
+    gate_command,
+    trec_command,
+)
 from ragbridge.adapters.cli.options import UserError
 
 
@@ -18,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ragbridge", description="Framework-neutral evaluation of RAG pipelines."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    demo_command.register(sub)
     eval_command.register(sub)
     export_command.register(sub)
     gate_command.register(sub)
