@@ -101,7 +101,7 @@ def test_eval_with_a_judge_spec_warns_when_the_judge_wrote_the_answers(
         (["eval", "{missing}"], "no-such.jsonl: no such file"),
         (["eval", "{bad}"], "bad.jsonl:2: question: "),
         (["eval", "{data}", "--metrics", "recal@5"], "recal@5"),
-        (["eval", "{data}", "--metrics", "correctness"], "correctness need a judge"),
+        (["eval", "{data}", "--metrics", "correctness"], "correctness needs a judge"),
         (["eval", "{data}", "--judge", "gpt4"], "expected KIND:…, e.g. openai:gpt-4o-mini"),
         (["eval", "{data}", "--judge", "python:nosuchmodule:x"], "cannot import 'nosuchmodule'"),
         (["eval", "{data}", "--judge", "python:json:loads"], "must be callable with no arguments"),

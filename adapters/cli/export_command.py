@@ -10,6 +10,8 @@ key, so importing the file back into ragbridge loses nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 from typing import Any
 
 from ragbridge.adapters.cli.options import read_samples
@@ -39,7 +41,8 @@ def run_export(args: argparse.Namespace) -> int:
     elif args.to == "deepeval":
         from ragbridge.adapters.deepeval import save_test_cases
 
-        save_test_cases(samples, args.out)
+        with contextlib.redirect_stdout(io.StringIO()):  # DeepEval announces the save on stdout
+            save_test_cases(samples, args.out)
         n = len(samples)
         how = "DeepEval dataset JSON (EvaluationDataset.add_goldens_from_json_file)"
     else:

@@ -122,7 +122,8 @@ def metrics_for(names: Sequence[str], *, have_judge: bool) -> list[Metric]:
             judge_only.append(name)
     if judge_only:
         raise UserError(
-            f"{', '.join(judge_only)} need a judge and have no offline provider: "
+            f"{', '.join(judge_only)} {'needs' if len(judge_only) == 1 else 'need'} a judge "
+            "and no offline provider exists: "
             "pass --judge SPEC (e.g. --judge openai:gpt-4o-mini) or drop them from --metrics"
         )
     try:
