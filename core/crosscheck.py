@@ -21,7 +21,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from . import stats
-from .results import Evaluation, Score, Usage
+from .results import Evaluation, MetricSummary, Score, Usage
 
 __all__ = [
     "CrossComparison",
@@ -178,11 +178,11 @@ def compare_frameworks(
             for name in evaluation.metrics:
                 seen[name] = seen.get(name, 0) + 1
         measures = list(seen)
-    sample_ids: list[str] = []
-    for evaluation in results.values():
-        for sid in evaluation.sample_ids:
-            if sid not in sample_ids:
-                sample_ids.append(sid)
+    sample_ids = list(dict.fromkeys(sid for ev in results.values() for sid in ev.sample_ids))
+    summaries = {
+        fw: evaluation.summary(confidence=confidence, seed=seed)
+        for fw, evaluation in results.items()
+    }
     compared = []
     for measure in measures:
         columns = {
@@ -192,7 +192,8 @@ def compare_frameworks(
         }
         if not columns:
             raise KeyError(f"no framework scored measure {measure!r}")
-        compared.append(_compare_measure(measure, columns, sample_ids, top, confidence, seed))
+        frameworks = [_framework_stats(fw, summaries[fw][measure]) for fw in columns]
+        compared.append(_compare_measure(measure, columns, frameworks, sample_ids, top))
     return CrossComparison(
         measures=compared,
         skipped=list(skipped),
@@ -205,12 +206,10 @@ def compare_frameworks(
 def _compare_measure(
     measure: str,
     columns: Mapping[str, Mapping[str, Score]],
+    frameworks: list[FrameworkStats],
     sample_ids: Sequence[str],
     top: int,
-    confidence: float,
-    seed: int,
 ) -> MeasureComparison:
-    frameworks = [_framework_stats(fw, col, confidence, seed) for fw, col in columns.items()]
     names = list(columns)
     pairs = [
         _pair(a, b, columns[a], columns[b], sample_ids)
@@ -247,32 +246,17 @@ def _compare_measure(
     )
 
 
-def _framework_stats(
-    framework: str, column: Mapping[str, Score], confidence: float, seed: int
-) -> FrameworkStats:
-    values = np.array([s.value for s in column.values() if s.value is not None], dtype=float)
-    failures: dict[str, int] = {}
-    n_skipped = 0
-    for s in column.values():
-        if s.failure is not None:
-            failures[s.failure.kind.value] = failures.get(s.failure.kind.value, 0) + 1
-        elif s.value is None:
-            n_skipped += 1
-    mean = low = high = None
-    if values.size == 1:
-        mean = float(values[0])
-    elif values.size >= 2:
-        mean, low, high, _ = stats.mean_ci(values, confidence=confidence, seed=seed)
+def _framework_stats(framework: str, summary: MetricSummary) -> FrameworkStats:
     return FrameworkStats(
         framework=framework,
-        mean=mean,
-        ci_low=low,
-        ci_high=high,
-        n_scored=int(values.size),
-        n_failed=sum(failures.values()),
-        n_skipped=n_skipped,
-        failures_by_kind=failures,
-        usage=sum((s.usage for s in column.values()), Usage()),
+        mean=summary.mean,
+        ci_low=summary.ci_low,
+        ci_high=summary.ci_high,
+        n_scored=summary.n_scored,
+        n_failed=summary.n_failed,
+        n_skipped=summary.n_skipped,
+        failures_by_kind=summary.failures_by_kind,
+        usage=summary.usage,
     )
 
 

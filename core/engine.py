@@ -210,31 +210,7 @@ class JudgeEngine:
         template_version: str,
     ) -> JudgeCall[T]:
         """One structured request: the cache, else attempts (see `_resolve`); never raises."""
-        key = None
-        if self.cache is not None:
-            key = cache_key(
-                model=self.model,
-                template_id=template_id,
-                template_version=template_version,
-                messages=list(messages),
-                schema=schema.model_json_schema(),
-                params=dict(self.params),
-            )
-            hit = self.cache.get_reply(key)
-            if hit is not None:
-                value, _ = _parse(hit.text, schema)
-                if value is not None:
-                    self.stats.cached += 1
-                    return JudgeCall(value, None, Usage(cached_calls=1), hit.text)
-        call: JudgeCall[T] = await self._resolve(messages, schema)
-        if call.value is not None and self.cache is not None and key is not None:
-            assert call.text is not None
-            self.cache.put_reply(
-                key,
-                CachedReply(call.text, call.usage.prompt_tokens, call.usage.completion_tokens),
-                model=self.model,
-                template_id=template_id,
-            )
+        call: JudgeCall[T] = await self._request(messages, schema, template_id, template_version)
         return call
 
     async def complete(
@@ -247,6 +223,16 @@ class JudgeEngine:
         by the caller's ``template_id``/``template_version`` (e.g. ``"deepeval"``, its version).
         An empty reply counts as unusable and is retried within the budget. Never raises.
         """
+        call: JudgeCall[str] = await self._request(messages, None, template_id, template_version)
+        return call
+
+    async def _request(
+        self,
+        messages: Sequence[Message],
+        schema: type[BaseModel] | None,
+        template_id: str,
+        template_version: str,
+    ) -> JudgeCall[Any]:
         key = None
         if self.cache is not None:
             key = cache_key(
@@ -254,18 +240,24 @@ class JudgeEngine:
                 template_id=template_id,
                 template_version=template_version,
                 messages=list(messages),
-                schema=None,
+                schema=None if schema is None else schema.model_json_schema(),
                 params=dict(self.params),
             )
             hit = self.cache.get_reply(key)
-            if hit is not None and hit.text.strip():
-                self.stats.cached += 1
-                return JudgeCall(hit.text, None, Usage(cached_calls=1), hit.text)
-        call: JudgeCall[str] = await self._resolve(messages, None)
+            if hit is not None:
+                if schema is None:
+                    value: Any = hit.text if hit.text.strip() else None
+                else:
+                    value, _ = _parse(hit.text, schema)
+                if value is not None:
+                    self.stats.cached += 1
+                    return JudgeCall(value, None, Usage(cached_calls=1), hit.text)
+        call = await self._resolve(messages, schema)
         if call.value is not None and self.cache is not None and key is not None:
+            assert call.text is not None
             self.cache.put_reply(
                 key,
-                CachedReply(call.value, call.usage.prompt_tokens, call.usage.completion_tokens),
+                CachedReply(call.text, call.usage.prompt_tokens, call.usage.completion_tokens),
                 model=self.model,
                 template_id=template_id,
             )
