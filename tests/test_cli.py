@@ -200,6 +200,7 @@ def test_gate_tolerates_an_insignificant_drop(
 
 
 def test_langsmith_export_is_scored(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    pytest.importorskip("langsmith")
     saved = tmp_path / "samples.jsonl"
     code, out, _ = run_cli(
         capsys, "langsmith", str(DATA / "langsmith_runs.jsonl"), "--metrics", "faithfulness",
@@ -287,3 +288,17 @@ def test_eval_writes_the_html_report(
     assert html.startswith("<!DOCTYPE html>")
     assert html.count("<details") >= 6  # one drill-down per sample
     assert "What is fact number 5?" in html
+
+
+def test_a_missing_extra_is_one_line_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text((DATA / "langsmith_runs.jsonl").read_text())
+    monkeypatch.setitem(sys.modules, "langsmith", None)  # as if the extra were not installed
+    for name in [m for m in sys.modules if m.startswith("ragbridge.adapters.langsmith")]:
+        monkeypatch.delitem(sys.modules, name)
+    code, _, err = run_cli(capsys, "langsmith", str(runs))
+    assert code == 2
+    assert err.count("\n") == 1
+    assert 'pip install "ragbridge[langsmith]"' in err

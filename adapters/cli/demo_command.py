@@ -186,10 +186,11 @@ def _langsmith_experiment(out: Path, questions: list[Sample], embedder: Any) -> 
                 r.key: {"score": r.score, "comment": r.comment}
                 for r in row["evaluation_results"]["results"]
             }
+            example = row["example"]
             record = {
-                "example_id": str(row["example"].id),
-                "sample_id": row["example"].metadata.get("ragbridge_id"),
-                "question": row["example"].inputs["question"],
+                "example_id": str(example.id),
+                "sample_id": (example.metadata or {}).get("ragbridge_id"),
+                "question": (example.inputs or {}).get("question"),
                 "answer": (row["run"].outputs or {}).get("answer"),
                 "feedback": feedback,
             }

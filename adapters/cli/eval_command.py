@@ -181,11 +181,11 @@ def _run_any(pipeline: Any, questions: list[Sample], spec: str) -> list[Sample]:
 
 
 def run_langsmith(args: argparse.Namespace) -> int:
+    path = Path(args.runs)
+    if not path.exists():  # before the import: a typo should not read as a missing extra
+        raise UserError(f"{args.runs}: no such file")
     from ragbridge.adapters.langsmith import load_runs, samples_from_runs
 
-    path = Path(args.runs)
-    if not path.exists():
-        raise UserError(f"{args.runs}: no such file")
     runs = load_runs(path)
     if not runs:
         raise UserError(f"{args.runs}: holds no runs")

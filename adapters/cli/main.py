@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from ragbridge.adapters.cli import (
+    compare_command,
     demo_command,
     eval_command,
     export_command,
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ragbridge", description="Framework-neutral evaluation of RAG pipelines."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    compare_command.register(sub)
     demo_command.register(sub)
     eval_command.register(sub)
     export_command.register(sub)
