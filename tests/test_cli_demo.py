@@ -40,6 +40,8 @@ def test_demo_prints_both_pipelines_and_their_comparison(demo: tuple[Path, str])
     assert "llamaindex vs langchain (paired over the samples both scored)" in stdout
     assert stdout.count("bad retrieval, good-looking answer") == 2
     assert "Evaluation dataset saved" not in stdout  # DeepEval's banner is kept out
+    assert "ragbridge vs RAGAS on the langchain samples, no judge" in stdout
+    assert "  rouge_l                spearman +1.00" in stdout
 
 
 def test_demo_writes_results_framework_files_and_the_report(demo: tuple[Path, str]) -> None:
@@ -66,6 +68,12 @@ def test_demo_writes_results_framework_files_and_the_report(demo: tuple[Path, st
     ]
     assert len(rows) == 42
     assert {"recall@4", "faithfulness"} <= set(rows[0]["feedback"])
+    from ragbridge.core.crosscheck import CrossComparison
+
+    comparison = CrossComparison.from_json(out / "comparison.json")
+    assert {m.measure for m in comparison.measures} >= {"id_context_recall", "rouge_l"}
+    assert any(s.framework == "deepeval" for s in comparison.skipped)
     html = (out / "report.html").read_text(encoding="utf-8")
+    assert "id_context_recall" in html
     assert "LangChain vs LlamaIndex" in html
     assert html.count("<details") >= 84  # one drill-down per sample and pipeline

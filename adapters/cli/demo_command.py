@@ -96,6 +96,10 @@ def run_demo(args: argparse.Namespace) -> int:
         print("\n".join("  " + line for line in summary_lines(evaluations[name])))
         print("  " + _danger(evaluations[name]))
     print("\n" + "\n".join(_pipeline_comparison(evaluations)))
+    comparison = _framework_comparison(runs["langchain"], embedder, cache)
+    if comparison is not None:
+        written.append(out / "comparison.json")
+        comparison.to_json(written[-1])
     # DeepEval and LangSmith print banners on stdout; the demo's own output stays readable.
     with contextlib.redirect_stdout(io.StringIO()):
         written += _framework_files(out, runs["langchain"])
@@ -106,6 +110,7 @@ def run_demo(args: argparse.Namespace) -> int:
         out / "report.html",
         evaluations,
         samples=runs,
+        comparison=comparison,
         title=f"ragbridge demo: {handbook.COMPANY} handbook, LangChain vs LlamaIndex",
         generated_by="ragbridge demo",
     )
@@ -140,6 +145,24 @@ def _pipeline_comparison(evaluations: dict[str, Evaluation]) -> list[str]:
         p = "" if c.p_value is None else f" p={c.p_value:.3f}"
         lines.append(f"  {metric:<18} {c.mean_a:.3f} → {c.mean_b:.3f}  diff {c.diff:+.3f}{ci}{p}")
     return lines
+
+
+def _framework_comparison(samples: list[Sample], embedder: Any, cache: str) -> Any:
+    """ragbridge vs RAGAS on the measures both compute without a judge (the demo has none)."""
+    from ragbridge.adapters.compare import compare_frameworks_on
+
+    with progress("comparing frameworks", len(samples)) as advance:
+        run = compare_frameworks_on(samples, embedder=embedder, cache=cache, progress=advance)
+    comparison = run.comparison
+    print("\nragbridge vs RAGAS on the langchain samples, no judge (compare --judge for all):")
+    for m in comparison.measures:
+        for p in m.pairs:
+            rho = "—" if p.spearman is None else f"{p.spearman:+.2f}"
+            mad = "—" if p.mean_abs_diff is None else f"{p.mean_abs_diff:.3f}"
+            edge = f", {len(m.edge_cases)} edge cases" if m.edge_cases else ""
+            print(f"  {m.measure:<22} spearman {rho}, mean |diff| {mad} over {p.n}{edge}")
+    print(f"  skipped {len(comparison.skipped)} framework/measure pairs that need a judge or data")
+    return comparison
 
 
 def _framework_files(out: Path, samples: list[Sample]) -> list[Path]:
