@@ -923,13 +923,13 @@ async def _deepeval_cell(adapter: Any, plan: _Plan, measure: str, sample: Sample
         return Score.fail(FailureKind.JUDGE_ERROR, f"DeepEval {measure}: {error}", **common)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return Score.fail(
-            FailureKind.JUDGE_ERROR,
+            FailureKind.INVALID_OUTPUT,
             f"DeepEval {measure} returned no score (got {value!r})",
             **common,
         )
     if not 0.0 <= float(value) <= 1.0:
         return Score.fail(
-            FailureKind.JUDGE_ERROR,
+            FailureKind.INVALID_OUTPUT,
             f"DeepEval {measure} returned {value!r}, outside [0, 1]",
             **common,
         )

@@ -486,7 +486,7 @@ def score_from_ragas(value: Any, *, metric: str, tolerance: float = 1e-6) -> Sco
         value = float(value)
     if not isinstance(value, numbers.Real):  # None, strings, ...; numpy scalars are Real
         return Score.fail(
-            FailureKind.JUDGE_ERROR,
+            FailureKind.INVALID_OUTPUT,
             f"RAGAS returned no numeric score for {metric} (got {value!r})",
             provider="ragas",
         )
@@ -500,7 +500,7 @@ def score_from_ragas(value: Any, *, metric: str, tolerance: float = 1e-6) -> Sco
         )
     if not math.isfinite(number) or not -tolerance <= number <= 1.0 + tolerance:
         return Score.fail(
-            FailureKind.JUDGE_ERROR,
+            FailureKind.INVALID_OUTPUT,
             f"RAGAS returned {number!r} for {metric}, outside [0, 1]",
             provider="ragas",
         )

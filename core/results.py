@@ -71,6 +71,8 @@ class FailureKind(str, Enum):
     NO_CLAIMS = "no_claims"
     RATE_LIMITED = "rate_limited"
     CANCELLED = "cancelled"
+    INVALID_OUTPUT = "invalid_output"
+    """A provider returned something that is not a score: out of [0, 1], not a number."""
 
 
 class Failure(BaseModel):

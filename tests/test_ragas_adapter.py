@@ -624,8 +624,13 @@ def test_score_from_ragas_never_returns_nan() -> None:
     high = score_from_ragas(1.7, metric="m")
     assert high.failure is not None
     assert "1.7" in high.failure.message
+    assert high.failure.kind is FailureKind.INVALID_OUTPUT  # not the judge's fault
+    negative = score_from_ragas(-0.058, metric="answer_relevancy")  # a mean cosine can be < 0
+    assert negative.failure is not None
+    assert negative.failure.kind is FailureKind.INVALID_OUTPUT
     none = score_from_ragas(None, metric="m")
     assert none.failure is not None
+    assert none.failure.kind is FailureKind.INVALID_OUTPUT
     assert "no numeric score" in none.failure.message
     assert score_from_ragas("0.3", metric="m").failure is not None
 
