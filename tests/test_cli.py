@@ -6,6 +6,7 @@ family goes through the installed console script in a subprocess to prove the en
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -302,3 +303,39 @@ def test_a_missing_extra_is_one_line_naming_it(
     assert code == 2
     assert err.count("\n") == 1
     assert 'pip install "ragbridge[langsmith]"' in err
+
+
+def test_judge_and_embedder_specs_build_the_adapters(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("httpx")
+    from ragbridge.adapters.cli.options import build_embedder, build_judge
+    from ragbridge.core.testing import HashEmbedder
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-value")
+    monkeypatch.delenv("RAGBRIDGE_API_KEY", raising=False)
+    judge = build_judge("openai:gpt-4o-mini", "http://127.0.0.1:9/v1/")
+    assert type(judge).__name__ == "OpenAIJudge"
+    assert judge is not None
+    assert judge.model == "gpt-4o-mini"
+    assert "sk-secret-value" not in repr(judge)
+    assert "http://127.0.0.1:9/v1" in repr(judge)
+    assert isinstance(build_embedder("hash"), HashEmbedder)
+    (tmp_path / "my_models.py").write_text(
+        textwrap.dedent(
+            """
+            def chat():
+                from langchain_core.language_models import GenericFakeChatModel
+                return GenericFakeChatModel(messages=iter(["ok"]))
+
+            def llm():
+                from llama_index.core.llms import MockLLM
+                return MockLLM()
+            """
+        )
+    )
+    monkeypatch.chdir(tmp_path)
+    if importlib.util.find_spec("langchain_core") is not None:
+        assert type(build_judge("langchain:my_models:chat")).__name__ == "LangChainJudge"
+    if importlib.util.find_spec("llama_index") is not None:
+        assert type(build_judge("llamaindex:my_models:llm")).__name__ == "LlamaIndexJudge"
