@@ -204,6 +204,7 @@ class RetrievalCapture(BaseCallbackHandler):
         self._parents: dict[UUID, UUID | None] = {}
         self._root_inputs: dict[UUID, Any] = {}
         self._retrievals: dict[UUID, Retrieval] = {}
+        self._models: dict[UUID, str] = {}  # LLM run id -> model name, in start order
         self._seq = itertools.count()
         self._forward: tuple[RetrievalCapture, ...] = ()
 
@@ -245,6 +246,72 @@ class RetrievalCapture(BaseCallbackHandler):
             other.on_tool_start(
                 serialized, input_str, run_id=run_id, parent_run_id=parent_run_id, **kwargs
             )
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[Any]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._model_start(run_id, parent_run_id, metadata, kwargs)
+        for other in self._forward:
+            other.on_chat_model_start(
+                serialized,
+                messages,
+                run_id=run_id,
+                parent_run_id=parent_run_id,
+                metadata=metadata,
+                **kwargs,
+            )
+
+    def on_llm_start(
+        self,
+        serialized: dict[str, Any],
+        prompts: list[str],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._model_start(run_id, parent_run_id, metadata, kwargs)
+        for other in self._forward:
+            other.on_llm_start(
+                serialized,
+                prompts,
+                run_id=run_id,
+                parent_run_id=parent_run_id,
+                metadata=metadata,
+                **kwargs,
+            )
+
+    def _model_start(
+        self,
+        run_id: UUID,
+        parent_run_id: UUID | None,
+        metadata: dict[str, Any] | None,
+        kwargs: dict[str, Any],
+    ) -> None:
+        # The generating model's name, so a judge of the same model can be warned about: LangChain
+        # puts it in ls_model_name; older integrations only in the invocation params.
+        params = kwargs.get("invocation_params") or {}
+        name = (metadata or {}).get("ls_model_name") or next(
+            (params[k] for k in ("model", "model_name", "model_id") if params.get(k)), None
+        )
+        with self._lock:
+            self._parents[run_id] = parent_run_id
+            if name:
+                self._models[run_id] = str(name)
+
+    def models_for(self, root_run_id: UUID) -> list[str]:
+        """Names of the chat models / LLMs that ran under one top-level invocation, in order."""
+        with self._lock:
+            names = [m for run, m in self._models.items() if self._root_of(run) == root_run_id]
+        return list(dict.fromkeys(names))
 
     def on_retriever_start(
         self,
@@ -527,6 +594,11 @@ async def arun_pipeline(
             metadata["latency_s"] = time.perf_counter() - start
         chosen, info = cap.select(run_id, retriever_name)
         metadata.update(info)
+        models = cap.models_for(run_id)
+        if models:  # the last model to run wrote the answer; ragbridge eval warns if it judges
+            metadata["generator_model"] = models[-1]
+            if len(models) > 1:
+                metadata["generator_models"] = models
         contexts = [] if chosen is None else chosen.contexts(id_key=id_key)
         done += 1
         if progress is not None:
@@ -557,7 +629,9 @@ def run_pipeline(
     ``retriever_name`` (run name or tag) is used, else the last to finish; ``metadata`` says which
     (``retriever``, ``retrieval_query``, ``retrieval_note``). ``answer`` is the output string,
     an AIMessage's content, or the dict key ``answer_key`` (default: answer/output/result).
-    ``metadata["latency_s"]`` is the wall time of the invocation. A chain error on one sample is
+    ``metadata["latency_s"]`` is the wall time of the invocation; ``metadata["generator_model"]``
+    the model that ran last inside it (``ls_model_name``), so a judge of the same model is
+    flagged by ``ragbridge eval``. A chain error on one sample is
     recorded as ``metadata["error"]`` (no answer) and the run continues. ``input_key`` sends
     ``{input_key: question}`` instead of the bare question. At most ``max_concurrency``
     invocations run at once. Reference, relevance and metadata are kept.

@@ -9,6 +9,7 @@ interleave (batch, abatch, 20 concurrent ainvoke), each result carries *its own*
 from __future__ import annotations
 
 import asyncio
+import itertools
 import subprocess
 import sys
 import textwrap
@@ -666,3 +667,40 @@ def test_example_runs_offline() -> None:
     assert rows["q1"][:3] == ["leave,carry", "1.000", "1.000"]
     assert rows["q5"][1:3] == ["0.000", "0.000"]  # the miss is scored as a miss
     assert "mean mrr                    0.800" in done.stdout
+
+
+class _NamedChat(GenericFakeChatModel):
+    """A fake chat model that reports a model name, as real integrations do (ls_model_name)."""
+
+    model_name: str = "gpt-4o-mini"
+
+
+def test_run_pipeline_records_the_generating_model_per_sample(retriever: Any) -> None:
+    from langchain_core.output_parsers import StrOutputParser
+
+    def answer_chain(name: str) -> Any:
+        chat = _NamedChat(model_name=name, messages=itertools.cycle(["an answer"]))
+        return (lambda q: f"{q} {retriever.invoke(q)[0].page_content}") | chat | StrOutputParser()
+
+    out = run_pipeline(answer_chain("gpt-4o-mini"), _samples(TOPICS[:3]), max_concurrency=3)
+    assert [s.metadata["generator_model"] for s in out] == ["gpt-4o-mini"] * 3
+    assert all("generator_models" not in s.metadata for s in out)
+    assert [s.answer for s in out] == ["an answer"] * 3
+    # A chain with no model records none, rather than a guess.
+    plain = run_pipeline(_rag_chain(retriever), _samples(TOPICS[:1]))
+    assert "generator_model" not in plain[0].metadata
+
+
+def test_the_cli_warns_when_the_judge_is_the_generating_model(retriever: Any) -> None:
+    from ragbridge.adapters.cli.options import self_judging_warning
+
+    chat = _NamedChat(model_name="counting-judge", messages=itertools.cycle(["an answer"]))
+    chain = (lambda q: q) | chat
+    out = run_pipeline(chain, _samples(TOPICS[:2]))
+
+    class _Judge:
+        model = "counting-judge"
+
+    warning = self_judging_warning(out, _Judge())  # type: ignore[arg-type]
+    assert warning is not None
+    assert "generated 2 of the answers it grades" in warning

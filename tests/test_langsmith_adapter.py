@@ -539,3 +539,35 @@ def test_example_script_runs_offline() -> None:
     assert rows["recall@2"] == ["1.000", "5"]
     assert rows["mrr"] == ["1.000", "5"]
     assert "retrieved ['parking']  relevant {'parking': 1}" in done.stdout
+
+
+def test_the_generating_model_is_read_from_llm_runs() -> None:
+    root = RunTree(
+        name="pipeline",
+        run_type="chain",
+        inputs={"question": "capital of France?"},
+        ls_client=offline_client(),
+    )
+    retrieval = root.create_child(name="retriever", run_type="retriever", inputs={"query": "q"})
+    retrieval.end(outputs=_docs("d1"))
+    rewrite = root.create_child(
+        name="rewrite",
+        run_type="llm",
+        inputs={},
+        extra={"invocation_params": {"model": "small-rewriter"}},
+    )
+    rewrite.end(outputs={"generations": []})
+    answer = root.create_child(
+        name="answer",
+        run_type="llm",
+        inputs={},
+        extra={"metadata": {"ls_model_name": "gpt-4o-mini"}},
+    )
+    answer.end(outputs={"generations": []})
+    anonymous = root.create_child(name="mystery", run_type="llm", inputs={})
+    anonymous.end(outputs={"generations": []})
+    root.end(outputs={"answer": "Paris"})
+    sample = sample_from_run(root)
+    assert sample.metadata["generator_model"] == "gpt-4o-mini"  # the last model that ran
+    assert sample.metadata["generator_models"] == ["small-rewriter", "gpt-4o-mini"]
+    assert "generator_model" not in sample_from_run(_tree(("r", "retriever", _docs("d1")))).metadata

@@ -684,3 +684,30 @@ def test_example_runs_offline() -> None:
     assert "q1: retrieved ['leave', " in done.stdout
     # q5 is worded unlike its document on purpose: the hashed-word retriever misses it
     assert "recall@2  mean 0.800" in done.stdout
+
+
+class NamedLLM(CustomLLM):
+    """A synthesizer LLM that names its model, as hosted LLM classes do (``model`` field)."""
+
+    model: str = "gpt-4o-mini"
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name=self.model)
+
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        return CompletionResponse(text="an answer")
+
+    def stream_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponseGen:
+        raise NotImplementedError
+
+
+def test_run_query_engine_records_the_generating_model(index: VectorStoreIndex) -> None:
+    named = index.as_query_engine(llm=NamedLLM(), similarity_top_k=2)
+    out = run_query_engine(named, _samples()[:3], max_concurrency=3)
+    assert [s.metadata.get("generator_model") for s in out] == ["gpt-4o-mini"] * 3
+    assert all(s.answer == "an answer" for s in out)
+    assert li._model_name({"model": ""}) is None
+    assert li._model_name({"model_name": "m"}) == "m"

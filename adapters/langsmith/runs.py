@@ -368,6 +368,12 @@ def sample_from_run(
         info["other_retriever_runs"] = [
             {"id": str(_get(r, "id")), "name": _get(r, "name")} for r in selected[:-1]
         ]
+    metadata: dict[str, Any] = {"langsmith": info}
+    models = _model_names(run)
+    if models:  # the last LLM run wrote the answer; `ragbridge eval` warns if it also judges
+        metadata["generator_model"] = models[-1]
+        if len(models) > 1:
+            metadata["generator_models"] = models
     return Sample(
         id=sample_id or str(example_id if example_id is not None else _get(run, "id")),
         question=question,
@@ -376,8 +382,29 @@ def sample_from_run(
         reference=reference,
         reference_contexts=reference_contexts,
         relevance=relevance,
-        metadata={"langsmith": info},
+        metadata=metadata,
     )
+
+
+def _model_names(run: Any) -> list[str]:
+    """Distinct model names of the ``llm`` runs in a trace, in start order.
+
+    LangChain records ``ls_model_name`` in a run's metadata; other tracers only the invocation
+    parameters (``model``/``model_name``). A run that names no model is left out, not guessed.
+    """
+    names: list[str] = []
+    for r in _descendants(run):
+        if _get(r, "run_type") != "llm":
+            continue
+        extra = _get(r, "extra") or {}
+        meta = extra.get("metadata") or {} if isinstance(extra, Mapping) else {}
+        params = extra.get("invocation_params") or {} if isinstance(extra, Mapping) else {}
+        name = meta.get("ls_model_name") or next(
+            (params[k] for k in ("model", "model_name", "model_id") if params.get(k)), None
+        )
+        if name and str(name) not in names:
+            names.append(str(name))
+    return names
 
 
 # --------------------------------------------------------------------------- trees from flat runs

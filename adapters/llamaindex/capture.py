@@ -54,6 +54,10 @@ try:
     from llama_index.core.base.llms.types import ChatMessage, MessageRole
     from llama_index.core.instrumentation.event_handlers import BaseEventHandler
     from llama_index.core.instrumentation.events import BaseEvent
+    from llama_index.core.instrumentation.events.llm import (
+        LLMChatStartEvent,
+        LLMCompletionStartEvent,
+    )
     from llama_index.core.instrumentation.events.query import QueryEndEvent
     from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent
     from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
@@ -176,6 +180,7 @@ class RetrievalCapture:
         self.use_ref_doc_id = use_ref_doc_id
         self.retrievals: list[CapturedRetrieval] = []
         self.queries: list[CapturedQuery] = []
+        self.model_calls: list[tuple[str, dict[str, Any]]] = []  # (model name, tags) per LLM call
         self._lock = threading.Lock()
         self._roots: dict[str, str] = {}  # open span id -> outermost span id
         self._active = False
@@ -243,6 +248,10 @@ class RetrievalCapture:
                         thread_id=threading.get_ident(),
                     )
                 )
+            elif isinstance(event, (LLMChatStartEvent, LLMCompletionStartEvent)):
+                name = _model_name(event.model_dict)
+                if name is not None:
+                    self.model_calls.append((name, tags))
             elif isinstance(event, QueryEndEvent):
                 self.queries.append(
                     CapturedQuery(
@@ -268,6 +277,12 @@ class RetrievalCapture:
         with self._lock:
             return [r for r in self.retrievals if all(r.tags.get(k) == v for k, v in tags.items())]
 
+    def models_with_tags(self, **tags: Any) -> list[str]:
+        """Distinct names of the LLMs called under ``instrument_tags`` containing ``tags``."""
+        with self._lock:
+            names = [n for n, t in self.model_calls if all(t.get(k) == v for k, v in tags.items())]
+        return list(dict.fromkeys(names))
+
     def contexts(self, retrievals: Iterable[CapturedRetrieval] | None = None) -> list[Context]:
         """Contexts of ``retrievals`` (default: all), first occurrence of each node kept."""
         seen: set[str] = set()
@@ -279,6 +294,17 @@ class RetrievalCapture:
                 seen.add(item.node.node_id)
                 out.append(node_to_context(item, use_ref_doc_id=self.use_ref_doc_id))
         return out
+
+
+def _model_name(model_dict: Any) -> str | None:
+    """The model an LLM event names (``model``/``model_name`` of the LLM's fields), or None."""
+    if not isinstance(model_dict, dict):
+        return None
+    for key in ("model", "model_name", "model_id"):
+        value = model_dict.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 @contextmanager
@@ -324,7 +350,9 @@ class _EventHandler(BaseEventHandler):
         return "RagbridgeEventHandler"
 
     def handle(self, event: BaseEvent, **kwargs: Any) -> None:
-        if not isinstance(event, (RetrievalEndEvent, QueryEndEvent)):
+        if not isinstance(
+            event, (RetrievalEndEvent, QueryEndEvent, LLMChatStartEvent, LLMCompletionStartEvent)
+        ):
             return
         for cap in _ROUTER.captures:
             cap._event(event)
@@ -436,6 +464,11 @@ async def arun_query_engine(
             meta["latency_s"] = round(time.perf_counter() - start, 6)
             captured = cap.with_tags(**{RUN_TAG: run_id, SAMPLE_TAG: sample.id})
             meta["retrievals"] = len(captured)
+            models = cap.models_with_tags(**{RUN_TAG: run_id, SAMPLE_TAG: sample.id})
+            if models:  # the last LLM wrote the answer; `ragbridge eval` warns if it judges
+                meta["generator_model"] = models[-1]
+                if len(models) > 1:
+                    meta["generator_models"] = models
             if response is not None:
                 answer = str(response)
                 source = list(getattr(response, "source_nodes", None) or [])
