@@ -1,16 +1,30 @@
-"""What the model-loading adapters (``local``, ``nli``, ``strings``) share: staying offline.
+"""What the model-loading adapters (``local``, ``nli``, ``strings``) share: offline and quiet.
 
 Not an adapter of its own and imports nothing optional, so sharing it keeps the rule that no
 adapter imports another.
+
+Why `hub_offline` exists next to `disable_hub`: huggingface_hub reads ``HF_HUB_OFFLINE`` once,
+when it is first imported, into a module constant. RAGAS, DeepEval (through ``datasets``) and
+LangChain import it long before a model is loaded, so setting the variable afterwards changes
+nothing, and a model name that is not on this machine would be looked up on huggingface.co.
+The loaders therefore pass ``local_files_only=hub_offline()`` to every ``from_pretrained``-style
+call: the decision is made at load time, whatever was imported first.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-__all__ = ["OFFLINE_ENV", "disable_hub"]
+__all__ = ["OFFLINE_ENV", "disable_hub", "hub_offline", "quiet_model_loading"]
 
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+_TRUE = {"1", "on", "yes", "true"}
 
 
 def disable_hub() -> None:
@@ -20,3 +34,39 @@ def disable_hub() -> None:
     """
     for name, value in OFFLINE_ENV.items():
         os.environ.setdefault(name, value)
+
+
+def hub_offline() -> bool:
+    """Whether downloads are disabled, read now from the environment (not at import).
+
+    The same rule as huggingface_hub's: ``HF_HUB_OFFLINE``, or when it is unset or empty
+    ``TRANSFORMERS_OFFLINE``, is one of 1/on/yes/true. After `disable_hub` that is true unless
+    the user set ``HF_HUB_OFFLINE=0`` (or another false value) explicitly.
+    """
+    value = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or ""
+    return value.strip().lower() in _TRUE
+
+
+@contextmanager
+def quiet_model_loading() -> Iterator[None]:
+    """No ``Loading weights`` progress bar and no transformers advisory warnings while loading.
+
+    transformers draws a progress bar on stderr for every model it loads; ragbridge loads its
+    models as a side effect of scoring, so the bar is noise. The bar and the verbosity are
+    restored afterwards, so a user's own transformers calls look as they did. A no-op when
+    transformers is not installed.
+    """
+    if "transformers" not in sys.modules and importlib.util.find_spec("transformers") is None:
+        yield
+        return
+    tf_logging = importlib.import_module("transformers.utils.logging")
+    bars_were_on = bool(tf_logging.is_progress_bar_enabled())
+    verbosity = tf_logging.get_verbosity()
+    tf_logging.disable_progress_bar()
+    tf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        tf_logging.set_verbosity(verbosity)
+        if bars_were_on:
+            tf_logging.enable_progress_bar()

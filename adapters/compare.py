@@ -65,6 +65,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ragbridge.adapters._frameworks import framework_noise_off, quiet_frameworks
 from ragbridge.core.cache import Cache, open_cache
 from ragbridge.core.crosscheck import CrossComparison, Skipped, compare_frameworks
 from ragbridge.core.engine import EmbeddingEngine, JudgeEngine
@@ -72,6 +73,8 @@ from ragbridge.core.judge import Embedder, Judge
 from ragbridge.core.results import Evaluation, Failure, FailureKind, Score, Usage
 from ragbridge.core.runner import run_sync
 from ragbridge.core.sample import Sample
+
+quiet_frameworks()  # before RAGAS or DeepEval is imported below
 
 __all__ = [
     "DEFINITIONS",
@@ -286,7 +289,8 @@ async def acompare_frameworks_on(
     plan = _Plan(items, chosen_frameworks, chosen, engine)
     if plan.needs_embedder:
         plan.embeddings = _embedding_engine(embedder, store)
-    jobs = plan.jobs()
+    with framework_noise_off():  # the frameworks' warnings stay inside; edge cases are ours
+        jobs = plan.jobs()
     evaluations: dict[str, Evaluation] = {
         label: Evaluation(metadata=_metadata(label, engine, plan.embeddings))
         for label in plan.labels
@@ -306,7 +310,8 @@ async def acompare_frameworks_on(
             progress(done, total)
         return cells
 
-    results = await asyncio.gather(*(run(job) for job in jobs))
+    with framework_noise_off():
+        results = await asyncio.gather(*(run(job) for job in jobs))
     for cells in results:
         for label, measure, sample_id, score in cells:
             evaluations[label].add(sample_id, measure, score)

@@ -13,11 +13,13 @@ Design choices, each for a reason:
   `LocalEmbedder.load`). Constructing an embedder without the ``local`` extra installed raises an
   ImportError that names the extra, so ``evaluate()`` can say what to install.
 * **Hub disabled.** ``HF_HUB_OFFLINE=1`` and ``TRANSFORMERS_OFFLINE=1`` are set with
-  ``os.environ.setdefault`` (a value the user set explicitly wins) when an embedder is created
-  and again right before sentence-transformers is imported. huggingface_hub reads them at import
-  time, so if it was already imported by something else with other settings they cannot take
-  effect. A model that is not available locally raises `LocalModelNotFoundError`, naming the
-  model and how to get it, instead of a long Hub traceback.
+  ``os.environ.setdefault`` (a value the user set explicitly wins) when an embedder is created,
+  and the model is loaded with ``local_files_only`` unless the user set ``HF_HUB_OFFLINE=0``.
+  The variables alone are not enough: huggingface_hub reads them once, when it is first
+  imported, and RAGAS, DeepEval or LangChain may have imported it before. A model that is not
+  available locally raises `LocalModelNotFoundError`, naming the model and how to get it,
+  instead of a long Hub traceback (and without a single request to the Hub).
+* **Quiet.** Loading draws no ``Loading weights`` progress bar (`quiet_model_loading`).
 * **The event loop keeps running.** Encoding is blocking CPU work; it runs in a worker thread
   (``asyncio.to_thread``) so judge calls of the same evaluation proceed meanwhile.
 * **One model, one encode at a time.** The model loads once per embedder under a lock, however
@@ -45,7 +47,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ragbridge.adapters._hub import disable_hub
+from ragbridge.adapters._frameworks import quiet_frameworks
+from ragbridge.adapters._hub import disable_hub, hub_offline, quiet_model_loading
+
+quiet_frameworks()  # before sentence-transformers (hence transformers) is imported, lazily
 
 __all__ = ["DEFAULT_MODEL", "INSTALL_HINT", "LocalEmbedder", "LocalModelNotFoundError"]
 
@@ -107,7 +112,7 @@ def _not_found(name: str, exc: BaseException) -> LocalModelNotFoundError:
         or name.count("/") > 1  # a Hub id is "name" or "org/name"
         or Path(name).expanduser().exists()
     )
-    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
+    offline = hub_offline()
     if looks_like_path:
         how = (
             f"{name!r} looks like a folder path, but no sentence-transformers model could be "
@@ -223,7 +228,10 @@ class LocalEmbedder:
                 f"install the local extra: {INSTALL_HINT}"
             ) from exc
         try:
-            return st_module.SentenceTransformer(self._source, device=self.device)
+            with quiet_model_loading():
+                return st_module.SentenceTransformer(
+                    self._source, device=self.device, local_files_only=hub_offline()
+                )
         except (OSError, ValueError) as exc:
             # OSError: not in the cache / no connection / no such folder; ValueError covers
             # huggingface_hub's HFValidationError for strings that are not valid repo ids.

@@ -3,8 +3,10 @@
 The ``nli`` provider of faithfulness and hallucination (`ragbridge.core.metrics.nli`) needs a model
 that reads a (premise, hypothesis) pair and gives P(entailment), P(neutral), P(contradiction).
 This module wraps any transformers sequence-classification checkpoint trained that way
-(``cross-encoder/nli-deberta-v3-base``, ``MoritzLaurer/DeBERTa-v3-base-mnli-fever-anli``, ...)
-and offers `NLIFaithfulness` / `NLIHallucination`, the two measures with that provider selected.
+(``cross-encoder/nli-deberta-v3-base``, ``MoritzLaurer/DeBERTa-v3-base-mnli-fever-anli``, ...).
+This module only loads and runs the model; the measures are implemented once, in the core:
+``Faithfulness(provider="nli")`` / ``Hallucination(provider="nli")`` (by name
+``"faithfulness:nli"``, ``"hallucination:nli"``) with ``evaluate(..., nli=NLIModel(path))``.
 
 Design choices, each for a reason:
 
@@ -25,8 +27,9 @@ Design choices, each for a reason:
 * **Two-label models** (``entailment`` / ``not_entailment``, e.g. the ``...-2c`` checkpoints):
   ``neutral = P(not_entailment)`` and ``contradiction = 0``. "Not entailed" lumps neutral and
   contradicted together; reporting it as contradiction would invent contradictions the model never
-  asserted. Faithfulness (entailment-based) is unaffected; `NLIHallucination` (contradiction-
-  based) refuses such a model with a typed failure instead of silently scoring 0.
+  asserted. ``detects_contradiction`` is False for them once loaded: faithfulness
+  (entailment-based) is unaffected, and the core's hallucination measure (contradiction-based)
+  refuses such a model with a typed failure instead of silently scoring 0.
 * **Truncation.** Each pair is ``[CLS] premise [SEP] hypothesis [SEP]``, cut to ``max_length``
   tokens by shortening the premise (the retrieved context) only, so the claim under test is kept
   whole; a claim that alone exceeds the budget falls back to shortening both.
@@ -58,18 +61,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragbridge.adapters._hub import disable_hub
+from ragbridge.adapters._frameworks import quiet_frameworks
+from ragbridge.adapters._hub import disable_hub, quiet_model_loading
 from ragbridge.core.judge import Entailment
-from ragbridge.core.metrics.base import MetricContext
-from ragbridge.core.metrics.faithfulness import Faithfulness, Hallucination
-from ragbridge.core.metrics.nli import DEFAULT_ENTAILMENT
-from ragbridge.core.results import FailureKind, Score
-from ragbridge.core.sample import Sample
+
+quiet_frameworks()  # before transformers is imported (lazily, on the first load)
 
 __all__ = [
     "INSTALL_HINT",
-    "NLIFaithfulness",
-    "NLIHallucination",
     "NLIModel",
     "NLIModelNotFoundError",
 ]
@@ -262,12 +261,13 @@ class NLIModel:
             raise _not_found(self.model, exc) from None
         columns = _columns(config.id2label or {}, self.model)
         try:
-            tokenizer = transformers.AutoTokenizer.from_pretrained(
-                self.model, local_files_only=True
-            )
-            network = transformers.AutoModelForSequenceClassification.from_pretrained(
-                self.model, local_files_only=True
-            )
+            with quiet_model_loading():  # no "Loading weights" bar on the user's stderr
+                tokenizer = transformers.AutoTokenizer.from_pretrained(
+                    self.model, local_files_only=True
+                )
+                network = transformers.AutoModelForSequenceClassification.from_pretrained(
+                    self.model, local_files_only=True
+                )
         except OSError as exc:
             raise _not_found(self.model, exc) from None
         network.to(self.device)
@@ -355,65 +355,3 @@ def _not_found(name: str, exc: BaseException) -> NLIModelNotFoundError:
     return NLIModelNotFoundError(
         f"NLI model {name!r} is not available locally: {how}. (Loader said: {first_line})"
     )
-
-
-class NLIFaithfulness(Faithfulness):
-    """`Faithfulness` with the ``nli`` provider: share of answer sentences a context entails.
-
-    Each sentence of the answer is a claim; its support is ``max_c P(entail | context c, claim)``;
-    it is supported when that reaches ``threshold``; ``value = supported / sentences``. The
-    measure is implemented once, in `ragbridge.core.metrics.nli`; this class only selects the
-    provider, so its results sit under the same key, ``faithfulness``, as the LLM provider's.
-    Edge policy (core): empty answer → missing_input; no sentence → no_claims; no contexts → 0.0.
-    Run with ``evaluate(samples, [NLIFaithfulness()], nli=NLIModel(path))``.
-    """
-
-    name = "faithfulness"
-
-    def __init__(self, threshold: float = DEFAULT_ENTAILMENT) -> None:
-        if isinstance(threshold, bool) or not 0.0 <= float(threshold) <= 1.0:
-            raise ValueError(f"threshold must lie in [0, 1], got {threshold!r}")
-        super().__init__("nli", entailment=float(threshold))
-
-    @property
-    def threshold(self) -> float:
-        return float(self.entailment)
-
-    def __repr__(self) -> str:
-        return f"NLIFaithfulness(threshold={self.threshold})"
-
-
-class NLIHallucination(Hallucination):
-    """`Hallucination` with the ``nli`` provider: how strongly the contexts contradict the answer.
-
-    For each answer sentence s, ``h(s) = max_c P(contradict | context c, s)``;
-    ``value = mean_s h(s)`` (details give each h(s), their mean and max). Lower is better.
-    Implemented once in `ragbridge.core.metrics.nli` (result key ``hallucination``). Edge policy
-    (core): empty answer → missing_input; no sentence → no_claims; no contexts → 1.0 (nothing
-    backs the answer, as with the LLM provider). A two-label (entailment / not_entailment) model
-    cannot tell contradiction from neutral, so it gets ``Failure(invalid_input)`` here rather
-    than a silent 0.0.
-    """
-
-    name = "hallucination"
-
-    def __init__(self) -> None:
-        super().__init__("nli")
-
-    def __repr__(self) -> str:
-        return "NLIHallucination()"
-
-    async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
-        score = await super()._score(sample, ctx)
-        if score.failure is None and sample.contexts and _two_way(ctx):
-            assert ctx.nli is not None
-            return Score.fail(
-                FailureKind.INVALID_INPUT,
-                f"NLI model {ctx.nli.model!r} has only entailment / not_entailment labels, so it "
-                "cannot detect contradiction; use a three-label MNLI model for hallucination",
-            )
-        return score
-
-
-def _two_way(ctx: MetricContext) -> bool:
-    return getattr(ctx.nli, "detects_contradiction", None) is False

@@ -67,6 +67,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from ragbridge.adapters._frameworks import quiet_frameworks
 from ragbridge.core.cache import Cache, open_cache
 from ragbridge.core.engine import EmbeddingEngine, JudgeCall, JudgeEngine
 from ragbridge.core.judge import Embedder, Judge, Message
@@ -76,6 +77,8 @@ from ragbridge.core.sample import Sample
 
 INSTALL_HINT = 'pip install "ragbridge[ragas]"'
 """What to run when the ``ragas`` extra is missing."""
+
+quiet_frameworks()  # before ragas is imported: it reads RAGAS_DO_NOT_TRACK once
 
 try:
     import ragas

@@ -37,10 +37,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ragbridge.adapters._hub import disable_hub
+from ragbridge.adapters._frameworks import framework_noise_off, quiet_frameworks
+from ragbridge.adapters._hub import disable_hub, quiet_model_loading
 from ragbridge.core.metrics.base import Metric, MetricContext
 from ragbridge.core.results import Score
 from ragbridge.core.sample import Sample
+
+quiet_frameworks()  # before transformers is imported (lazily, by BERTScore)
 
 __all__ = [
     "BERTSCORE_HINT",
@@ -186,7 +189,8 @@ class RougeScore(_StringMetric):
         self.kind = kind
         self.stat = stat
         self.name = _ROUGE_NAMES[kind] + _STAT_SUFFIX[stat]
-        self._scorer = module.RougeScorer([kind], use_stemmer=True)
+        with framework_noise_off():  # absl would call logging.basicConfig() on the user's root
+            self._scorer = module.RougeScorer([kind], use_stemmer=True)
 
     def __repr__(self) -> str:
         return f"RougeScore(kind={self.kind!r}, stat={self.stat!r})"
@@ -354,15 +358,16 @@ class BertScore(_StringMetric):
                     "use rescale_with_baseline=False"
                 )
             kwargs["baseline_path"] = str(baseline)
-        return bert_score.BERTScorer(
-            model_type=folder,
-            num_layers=layers,
-            lang=self.lang,
-            rescale_with_baseline=self.rescale_with_baseline,
-            device=self.device,
-            batch_size=self.batch_size,
-            **kwargs,
-        )
+        with quiet_model_loading():  # no "Loading weights" bar on the user's stderr
+            return bert_score.BERTScorer(
+                model_type=folder,
+                num_layers=layers,
+                lang=self.lang,
+                rescale_with_baseline=self.rescale_with_baseline,
+                device=self.device,
+                batch_size=self.batch_size,
+                **kwargs,
+            )
 
     @staticmethod
     def _local_folder(name: str) -> str:

@@ -136,8 +136,11 @@ def test_three_frameworks_on_one_counting_judge_and_cache(tmp_path: Path) -> Non
         m: sum(s.usage.calls for s in run.evaluations["deepeval"].column(m).values())
         for m in JUDGE_MEASURES
     }
+    # DeepEval's faithfulness sends 4 prompts per sample; with the counting judge's minimal
+    # replies 6 of the 16 are word for word the same prompt as another sample's, in flight at
+    # the same time: the engine sends each once (deterministically, whichever finishes first).
     assert deepeval_calls == {
-        "faithfulness": 16,
+        "faithfulness": 10,
         "answer_relevance": 12,
         "context_precision": 8,
         "context_recall": 8,

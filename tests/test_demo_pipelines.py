@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -54,6 +55,7 @@ from ragbridge.adapters.demo import (  # noqa: E402 - after the skip check, by d
     run_llamaindex_demo,
 )
 from ragbridge.adapters.demo.pipelines import (  # noqa: E402
+    CachedEmbedder,
     langchain_embeddings,
     llamaindex_embedding,
     split_sentences,
@@ -63,6 +65,7 @@ from ragbridge.adapters.langchain import run_pipeline  # noqa: E402
 from ragbridge.adapters.llamaindex import run_query_engine  # noqa: E402
 from ragbridge.adapters.local import LocalEmbedder  # noqa: E402
 from ragbridge.core import evaluate  # noqa: E402
+from ragbridge.core.cache import Cache  # noqa: E402
 from ragbridge.core.sample import Sample  # noqa: E402
 from ragbridge.core.testing import HashEmbedder  # noqa: E402
 
@@ -262,6 +265,32 @@ def test_llamaindex_pipeline_runs_with_the_plain_adapter_and_any_embedder() -> N
     response = engine.query("How long does the probation period last?")
     assert len(response.source_nodes) == 3
     assert response.metadata == {"generator_model": GENERATOR_MODEL}
+
+
+def test_run_langchain_demo_reuses_a_chain_already_built() -> None:
+    """Building the chain embeds the handbook; running a built one embeds only the questions
+    (the CLI demo builds it once for its run and its LangSmith step)."""
+    inner = HashEmbedder()
+    chain = langchain_pipeline(inner, k=2)
+    built = inner.texts_embedded
+    assert built == len(corpus())
+    ran = run_langchain_demo(questions()[:3], embedder=inner, k=2, chain=chain)
+    assert inner.texts_embedded == built + 3
+    assert [s.metadata["pipeline"] for s in ran] == [LANGCHAIN_PIPELINE] * 3
+
+
+def test_a_cached_embedder_makes_a_rebuild_and_a_rerun_embed_nothing(tmp_path: Path) -> None:
+    inner = HashEmbedder()
+    with Cache(tmp_path / "cache.sqlite") as cache:
+        cached = CachedEmbedder(inner, cache)
+        assert cached.model == inner.model  # the cache key and the samples' embedding_model
+        first = run_langchain_demo(questions()[:4], embedder=cached, k=2)
+        spent = inner.texts_embedded
+        assert spent == len(corpus()) + 4
+    with Cache(tmp_path / "cache.sqlite") as cache:  # a new process, the same folder
+        again = run_langchain_demo(questions()[:4], embedder=CachedEmbedder(inner, cache), k=2)
+    assert inner.texts_embedded == spent
+    assert [(s.answer, s.contexts) for s in again] == [(s.answer, s.contexts) for s in first]
 
 
 def test_k_is_validated() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import math
 import os
 import socket
@@ -269,6 +270,39 @@ def test_unknown_model_gives_a_short_clear_error() -> None:
     assert info.value.__cause__ is None
     assert info.value.__suppress_context__
     assert len(message) < 1000
+
+
+HUB_IMPORTED_FIRST = """
+import asyncio, json, sys
+import huggingface_hub.constants  # imported online, as RAGAS or LangChain would, before us
+assert not huggingface_hub.constants.HF_HUB_OFFLINE
+seen = []
+def hook(event, args):
+    if event in ("socket.getaddrinfo", "socket.connect"):
+        seen.append(repr(args[0] if event == "socket.getaddrinfo" else args[1]))
+sys.addaudithook(hook)
+from ragbridge.adapters.local import LocalEmbedder, LocalModelNotFoundError
+try:
+    asyncio.run(LocalEmbedder("no-such-org/definitely-not-a-model-3f9c").embed(["hi"]))
+except LocalModelNotFoundError as exc:
+    print(json.dumps({"error": str(exc), "sockets": seen}))
+"""
+
+
+def test_unknown_model_never_reaches_the_hub_even_if_it_was_imported_online() -> None:
+    """The order bug: huggingface_hub reads HF_HUB_OFFLINE once, at import. Imported first with
+    the variable unset (as in a test run after the RAGAS or DeepEval tests), it used to look the
+    model up on huggingface.co. The load is now ``local_files_only`` whatever came first."""
+    hub_switches = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    env = {k: v for k, v in os.environ.items() if k not in hub_switches}
+    done = subprocess.run(
+        [sys.executable, "-c", HUB_IMPORTED_FIRST],
+        capture_output=True, text=True, env=env, check=False, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "not available locally" in report["error"]
+    assert report["sockets"] == []
 
 
 def test_missing_folder_says_check_the_path(tmp_path: Path) -> None:

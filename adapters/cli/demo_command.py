@@ -7,7 +7,9 @@ the adapters, then scored with the ranking measures and the offline generation m
 two pipelines are compared sample by sample (paired tests), the same questions go through
 ``langsmith.evaluate`` with ragbridge's evaluators on an offline client, and the eval set is
 written as a DeepEval dataset and a RAGAS dataset. Everything lands in ``--out`` with the HTML
-report; nothing touches the network.
+report; nothing touches the network. Each pipeline is built once, and every vector (handbook,
+questions, answers) goes through the embedding cache in ``--out``, so a rerun in the same folder
+loads no model at all.
 """
 
 from __future__ import annotations
@@ -17,9 +19,13 @@ import contextlib
 import io
 import json
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ragbridge.adapters._frameworks import framework_noise_off
+from ragbridge.adapters._hub import disable_hub
 from ragbridge.adapters.cli.options import progress, summary_lines
 from ragbridge.core.results import Evaluation
 from ragbridge.core.sample import Sample, save_samples
@@ -57,53 +63,59 @@ def _metrics() -> list[Any]:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    disable_hub()  # the demo loads only the packaged model
     from ragbridge.adapters.demo import handbook
     from ragbridge.adapters.demo.pipelines import (
+        CachedEmbedder,
         default_embedder,
+        langchain_pipeline,
         run_langchain_demo,
         run_llamaindex_demo,
     )
+    from ragbridge.core.cache import Cache
     from ragbridge.core.runner import evaluate
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    cache = args.cache or str(out / "cache.sqlite")
     questions = handbook.questions()
     print(
         f"{handbook.COMPANY} handbook: {len(handbook.documents())} documents, "
         f"{len(questions)} questions ({sum(1 for q in questions if q.relevance == {})} "
         "with no answer in the handbook)"
     )
-    embedder = default_embedder()
-    runs: dict[str, list[Sample]] = {}
-    with progress("running pipelines", 2) as advance:
-        runs["langchain"] = run_langchain_demo(questions, embedder=embedder)
-        advance(1, 2)
-        runs["llamaindex"] = run_llamaindex_demo(questions, embedder=embedder)
-        advance(2, 2)
-    written: list[Path] = []
-    evaluations: dict[str, Evaluation] = {}
-    for name, samples in runs.items():
-        with progress(f"scoring {name}", len(samples)) as advance:
-            evaluations[name] = evaluate(
-                samples, _metrics(), embedder=embedder, cache=cache, progress=advance
-            )
-        written += [out / f"samples.{name}.jsonl", out / f"results.{name}.jsonl"]
-        save_samples(samples, written[-2])
-        evaluations[name].to_jsonl(written[-1])
-        print(f"\n{name} pipeline")
-        print("\n".join("  " + line for line in summary_lines(evaluations[name])))
-        print("  " + _danger(evaluations[name]))
-    print("\n" + "\n".join(_pipeline_comparison(evaluations)))
-    comparison = _framework_comparison(runs["langchain"], embedder, cache)
-    if comparison is not None:
-        written.append(out / "comparison.json")
-        comparison.to_json(written[-1])
-    # DeepEval and LangSmith print banners on stdout; the demo's own output stays readable.
-    with contextlib.redirect_stdout(io.StringIO()):
-        written += _framework_files(out, runs["langchain"])
-        written.append(_langsmith_experiment(out, questions, embedder))
+    with Cache(args.cache or out / "cache.sqlite") as cache:
+        embedder = default_embedder()
+        # The pipelines embed the handbook and the questions through the same cache as the
+        # scoring: a rerun in the same folder computes no vector again.
+        cached = CachedEmbedder(embedder, cache)
+        chain = langchain_pipeline(cached)  # built once: the LangSmith step runs it again
+        runs: dict[str, list[Sample]] = {}
+        with progress("running pipelines", 2) as advance:
+            runs["langchain"] = run_langchain_demo(questions, embedder=cached, chain=chain)
+            advance(1, 2)
+            runs["llamaindex"] = run_llamaindex_demo(questions, embedder=cached)
+            advance(2, 2)
+        written: list[Path] = []
+        evaluations: dict[str, Evaluation] = {}
+        for name, samples in runs.items():
+            with progress(f"scoring {name}", len(samples)) as advance:
+                evaluations[name] = evaluate(
+                    samples, _metrics(), embedder=embedder, cache=cache, progress=advance
+                )
+            written += [out / f"samples.{name}.jsonl", out / f"results.{name}.jsonl"]
+            save_samples(samples, written[-2])
+            evaluations[name].to_jsonl(written[-1])
+            print(f"\n{name} pipeline")
+            print("\n".join("  " + line for line in summary_lines(evaluations[name])))
+            print("  " + _danger(evaluations[name]))
+        print("\n" + "\n".join(_pipeline_comparison(evaluations)))
+        comparison = _framework_comparison(runs["langchain"], embedder, cache)
+        if comparison is not None:
+            written.append(out / "comparison.json")
+            comparison.to_json(written[-1])
+        with _framework_console():
+            written += _framework_files(out, runs["langchain"])
+            written.append(_langsmith_experiment(out, questions, embedder, cache, chain))
     from ragbridge.adapters.report import write_report
 
     report = write_report(
@@ -118,7 +130,26 @@ def run_demo(args: argparse.Namespace) -> int:
     print("\nwrote:")
     for path in written:
         print(f"  {path}")
+    print(f"embedding cache: {cache.path} (a rerun with the same cache computes no vector)")
     return 0
+
+
+@contextlib.contextmanager
+def _framework_console() -> Iterator[None]:
+    """DeepEval and LangSmith print banners on stdout, a progress bar and beta warnings on
+    stderr; the demo's own output stays readable. What they printed is shown if the step fails.
+    """
+    stdout, stderr = io.StringIO(), io.StringIO()
+    try:
+        with (
+            framework_noise_off(),
+            contextlib.redirect_stdout(stdout),
+            contextlib.redirect_stderr(stderr),
+        ):
+            yield
+    except BaseException:
+        sys.stderr.write(stderr.getvalue())
+        raise
 
 
 def _danger(evaluation: Evaluation) -> str:
@@ -147,7 +178,7 @@ def _pipeline_comparison(evaluations: dict[str, Evaluation]) -> list[str]:
     return lines
 
 
-def _framework_comparison(samples: list[Sample], embedder: Any, cache: str) -> Any:
+def _framework_comparison(samples: list[Sample], embedder: Any, cache: Any) -> Any:
     """ragbridge vs RAGAS on the measures both compute without a judge (the demo has none)."""
     from ragbridge.adapters.compare import compare_frameworks_on
 
@@ -182,14 +213,14 @@ def _framework_files(out: Path, samples: list[Sample]) -> list[Path]:
     return [ragas_path, out / deepeval_path.name]
 
 
-def _langsmith_experiment(out: Path, questions: list[Sample], embedder: Any) -> Path:
-    """The LangChain pipeline as a ``langsmith.evaluate`` target, scored by our evaluators."""
+def _langsmith_experiment(
+    out: Path, questions: list[Sample], embedder: Any, cache: Any, chain: Any
+) -> Path:
+    """The LangChain pipeline (``chain``, already built) as a ``langsmith.evaluate`` target,
+    scored by our evaluators."""
     from langsmith import evaluate
 
-    from ragbridge.adapters.demo.pipelines import langchain_pipeline
     from ragbridge.adapters.langsmith import evaluators, offline_client, to_examples
-
-    chain = langchain_pipeline(embedder)
 
     def target(inputs: dict[str, Any]) -> dict[str, Any]:
         return {"answer": chain.invoke(inputs["question"])}
@@ -197,7 +228,7 @@ def _langsmith_experiment(out: Path, questions: list[Sample], embedder: Any) -> 
     results = evaluate(
         target,
         data=to_examples(questions),
-        evaluators=evaluators(["recall@4", "faithfulness:offline"], embedder=embedder),
+        evaluators=evaluators(["recall@4", "faithfulness:offline"], embedder=embedder, cache=cache),
         upload_results=False,
         client=offline_client(),
         max_concurrency=0,

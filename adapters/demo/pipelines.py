@@ -41,11 +41,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ragbridge.adapters._frameworks import quiet_frameworks
+from ragbridge.core.cache import Cache
+from ragbridge.core.engine import EmbeddingEngine
 from ragbridge.core.judge import Embedder
 from ragbridge.core.runner import run_sync
 from ragbridge.core.sample import Sample
 
 from .handbook import documents, questions
+
+quiet_frameworks()  # before LangChain or LlamaIndex is imported (lazily, by the builders)
 
 if TYPE_CHECKING:  # only for annotations; the frameworks are imported lazily
     from langchain_core.embeddings import Embeddings
@@ -58,6 +63,7 @@ __all__ = [
     "GENERATOR_MODEL",
     "LANGCHAIN_PIPELINE",
     "LLAMAINDEX_PIPELINE",
+    "CachedEmbedder",
     "ExtractiveAnswerer",
     "ScoredSentence",
     "default_embedder",
@@ -263,6 +269,23 @@ def default_embedder() -> Embedder:
     from ragbridge.adapters.local import LocalEmbedder
 
     return LocalEmbedder()
+
+
+class CachedEmbedder:
+    """An `Embedder` whose vectors are kept in a ragbridge `Cache` (keyed by model and text).
+
+    Why: building a pipeline embeds the whole handbook, and answering embeds every question.
+    With the cache in the demo's output folder, a rerun there computes no vector at all (the
+    model is not even loaded), and the scoring reads the same vectors. Vectors go through
+    `EmbeddingEngine`, so a cold run and a cached rerun see the same float32-rounded values.
+    """
+
+    def __init__(self, embedder: Embedder, cache: Cache) -> None:
+        self.model: str = embedder.model
+        self._engine = EmbeddingEngine(embedder, cache=cache)
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return await self._engine.embed(texts)
 
 
 def _import_langchain() -> None:
@@ -494,16 +517,20 @@ def run_langchain_demo(
     embedder: Embedder | None = None,
     k: int = 4,
     max_concurrency: int = 4,
+    chain: Runnable[str, str] | None = None,
 ) -> list[Sample]:
     """Answer ``samples`` (default: all handbook `questions`) with `langchain_pipeline` through
     `ragbridge.adapters.langchain.run_pipeline`; returns tagged samples with contexts (document
-    ids) and answers."""
+    ids) and answers.
+
+    ``chain``: a `langchain_pipeline` already built with ``embedder`` and ``k`` (building one
+    embeds the whole handbook), so a caller that runs the pipeline again elsewhere, as the CLI
+    demo does for LangSmith, builds it once."""
     from ragbridge.adapters.langchain import run_pipeline
 
     used = embedder or default_embedder()
-    chain = langchain_pipeline(used, k)
     ran = run_pipeline(
-        chain,
+        chain if chain is not None else langchain_pipeline(used, k),
         questions() if samples is None else samples,
         retriever_name="handbook_retriever",
         max_concurrency=max_concurrency,

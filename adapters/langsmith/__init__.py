@@ -11,7 +11,11 @@ Importing it without langsmith raises ImportError naming the extra:
 
 from __future__ import annotations
 
-from .evaluators import (
+from ragbridge.adapters._frameworks import quiet_frameworks
+
+quiet_frameworks()  # before the modules below import langsmith
+
+from .evaluators import (  # noqa: E402
     FieldSpec,
     RagbridgeEvaluators,
     RagbridgeRunEvaluator,
@@ -19,8 +23,8 @@ from .evaluators import (
     evaluators,
     summary_evaluators,
 )
-from .examples import example_id, example_records, save_examples, to_examples
-from .runs import (
+from .examples import example_id, example_records, save_examples, to_examples  # noqa: E402
+from .runs import (  # noqa: E402
     INSTALL_HINT,
     OfflineClient,
     build_run_trees,

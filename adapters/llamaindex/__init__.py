@@ -12,7 +12,11 @@ Importing it without llama-index-core raises ImportError naming the extra:
 
 from __future__ import annotations
 
-from .capture import (
+from ragbridge.adapters._frameworks import quiet_frameworks
+
+quiet_frameworks()  # before the modules below import llama_index
+
+from .capture import (  # noqa: E402
     INSTALL_HINT,
     CapturedQuery,
     CapturedRetrieval,
@@ -27,7 +31,7 @@ from .capture import (
     run_query_engine,
     usage_of,
 )
-from .evaluators import (
+from .evaluators import (  # noqa: E402
     LiveScoring,
     RagbridgeEvaluationResult,
     RagbridgeEvaluator,
