@@ -13,9 +13,16 @@ Why it is built this way:
   back as text with ``parsed=None``, so the engine's repair re-ask quotes what was wrong.
 * **``max_tokens``, not ``max_completion_tokens``.** llama.cpp ignores the newer name, and an
   uncapped local model can ramble until the timeout.
-* **Errors say what to do next.** Timeouts, 429 (with ``Retry-After``), 5xx and connection
-  failures are the engine's transient errors and get retried; other 4xx are permanent and carry
-  the server's own message, which is usually the only useful diagnosis.
+* **Errors say what to do next.** Timeouts, 429 (with ``Retry-After``), 5xx, resets and broken
+  replies are the engine's transient errors and get retried. A wrong key (401), no access
+  (403), an unknown model or path (404), an exhausted quota, a host that does not resolve and a
+  base URL without a scheme are `ProviderUnusable`: not retried, and each carries a ``cause``
+  and a ``hint`` ("check OPENAI_API_KEY") so a run that cannot succeed stops early with one
+  line. A refused connection is retried once, then treated the same way. Other 4xx belong to
+  one request and carry the server's own message, usually the only useful diagnosis.
+* **The engine's timeout is the timeout.** ``timeout=None`` (default) makes every request use
+  the attempt timeout of the engine running it, so ``Settings(timeout=...)``/``--timeout``
+  bound a hung server; an explicit ``timeout`` is a ceiling on top.
 * **The API key never leaves the Authorization header.** It is not in ``repr``, not in any error
   message (server messages are redacted: some echo the key back), and httpx exceptions, whose
   request objects hold the header, are not chained onto the errors raised here.
@@ -37,13 +44,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from ragbridge.core.judge import (
+    ConnectionRefused,
     JudgeError,
     JudgeReply,
     JudgeTimeout,
     Message,
     PermanentJudgeError,
+    ProviderUnusable,
     RateLimited,
     ServerError,
+    attempt_timeout,
+    classify_error,
 )
 from ragbridge.core.results import Usage
 
@@ -57,10 +68,23 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
         f"ragbridge.adapters.openai needs httpx, which is not installed: {INSTALL_HINT}"
     ) from exc
 
-__all__ = ["DEFAULT_BASE_URL", "INSTALL_HINT", "OpenAIEmbedder", "OpenAIJudge", "Structured"]
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "DEFAULT_TIMEOUT",
+    "INSTALL_HINT",
+    "OpenAIEmbedder",
+    "OpenAIJudge",
+    "Structured",
+]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 """OpenAI's own endpoint; for a local server point ``base_url`` at ``http://127.0.0.1:8000/v1``."""
+
+DEFAULT_TIMEOUT = 60.0
+"""Seconds per request when no engine sets one (``timeout=None`` follows the engine's)."""
+
+KEY_HINT = "check OPENAI_API_KEY (or RAGBRIDGE_API_KEY)"
+"""What to do about a 401: where ragbridge reads the key from."""
 
 Structured = Literal["json_object", "tool", "none"]
 """How a schema is requested: JSON mode, a forced tool call, or plain chat (the engine parses)."""
@@ -82,21 +106,25 @@ class _OpenAIHTTP:
         *,
         base_url: str,
         api_key: str | None,
-        timeout: float,
+        timeout: float | None,
         extra_body: Mapping[str, Any] | None,
         client: httpx.AsyncClient | None,
     ) -> None:
         if not model:
             raise ValueError("model must be a non-empty string")
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be > 0 seconds (or None), got {timeout!r}")
         self.model: str = model
-        self.base_url: str = base_url.rstrip("/")
-        self.timeout: float = timeout
+        self.base_url: str = _checked_base_url(base_url)
+        self.timeout: float | None = timeout
         self.extra_body: dict[str, Any] = dict(extra_body or {})
         # Kept private and out of repr; an empty key (local servers) sends no Authorization.
         self._api_key: str | None = api_key or os.environ.get("OPENAI_API_KEY") or None
         # A client passed in belongs to the caller, who closes it; one made here is ours.
         self._owns_client = client is None
-        self._client: httpx.AsyncClient = client or httpx.AsyncClient(timeout=timeout)
+        self._client: httpx.AsyncClient = client or httpx.AsyncClient(
+            timeout=timeout or DEFAULT_TIMEOUT
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
@@ -133,33 +161,113 @@ class _OpenAIHTTP:
             headers["Authorization"] = f"Bearer {self._api_key}"
         return headers
 
-    async def _post(self, payload: Mapping[str, Any]) -> httpx.Response:
-        """POST ``payload``; transport failures become the engine's transient errors.
+    def _request_timeout(self) -> float:
+        """Seconds for this request: the engine's attempt timeout when one is running it.
 
+        ``timeout=None`` (the default) follows the engine (`ragbridge.core.judge.attempt_timeout`),
+        so ``Settings(timeout=2)`` or ``--timeout 2`` bounds a hung server at 2 s per attempt;
+        an explicit ``timeout`` is a ceiling; outside an engine it is `DEFAULT_TIMEOUT`.
+        """
+        engine = attempt_timeout.get()
+        if self.timeout is None:
+            return engine if engine is not None else DEFAULT_TIMEOUT
+        return self.timeout if engine is None else min(self.timeout, engine)
+
+    async def _post(self, payload: Mapping[str, Any]) -> httpx.Response:
+        """POST ``payload``; transport failures become the engine's errors, each with the fix.
+
+        A refused connection is `ConnectionRefused` (retried once, then permanent), a host that
+        does not resolve or a URL without a scheme is `ProviderUnusable`, a timeout
+        `JudgeTimeout`, anything else on the wire (a reset, a broken reply) a `ServerError`.
         The httpx exception is not chained (``from None``): its request carries the key.
         """
         url = f"{self.base_url}{self._path}"
+        seconds = self._request_timeout()
         try:
             return await self._client.post(
-                url, json=dict(payload), headers=self._headers(), timeout=self.timeout
+                url, json=dict(payload), headers=self._headers(), timeout=seconds
             )
         except httpx.TimeoutException as exc:
-            message = self._redact(f"{type(exc).__name__} after {self.timeout:g} s: {exc}")
-            raise JudgeTimeout(f"{self.model}: {message}") from None
+            message = self._redact(f"{type(exc).__name__} after {seconds:g} s: {exc}")
+            raise JudgeTimeout(
+                f"{self.model}: {message}",
+                cause=f"no reply within {seconds:g} s",
+                hint=f"is the server at {self.base_url} overloaded or hung? "
+                "A slow model needs a longer --timeout",
+            ) from None
         except httpx.TransportError as exc:  # connect/read/protocol errors: the server's side
-            message = self._redact(f"{type(exc).__name__}: {exc}")
-            raise ServerError(f"{self.model}: {message}") from None
+            message = f"{self.model}: " + self._redact(f"{type(exc).__name__}: {exc}")
+            known = classify_error(exc)
+            if isinstance(known, ConnectionRefused):
+                raise ConnectionRefused(
+                    message,
+                    cause=f"connection refused at {self.base_url}",
+                    hint=f"is the server at {self.base_url} running?",
+                ) from None
+            if isinstance(known, ProviderUnusable):
+                if known.cause and "resolve" in known.cause:
+                    host = httpx.URL(self.base_url).host
+                    cause, hint = f"cannot resolve host {host!r}", "check the host in --base-url"
+                else:
+                    cause, hint = "invalid base URL", _SCHEME_HINT
+                raise ProviderUnusable(message, cause=cause, hint=hint) from None
+            raise ServerError(
+                message,
+                cause=f"connection failed ({type(exc).__name__})",
+                hint=f"the connection to {self.base_url} keeps failing",
+            ) from None
 
     def _error_for(self, response: httpx.Response) -> JudgeError:
-        """The ragbridge error for a non-2xx response, with the server's message (redacted)."""
+        """The ragbridge error for a non-2xx response, with the server's message (redacted).
+
+        401/403/404 mean this provider cannot be used as configured (`ProviderUnusable`, with
+        the fix); a 429 that says the quota is exhausted too. Other 4xx belong to the request.
+        """
         status = response.status_code
-        detail = f"{self.model}: HTTP {status}: {self._server_message(response)}"
+        server = self._server_message(response)
+        detail = f"{self.model}: HTTP {status}: {server}"
+        lowered = server.lower()
         if status == 429:
-            return RateLimited(detail, retry_after=_retry_after(response.headers))
+            if "quota" in lowered or "insufficient_quota" in response.text:
+                return ProviderUnusable(
+                    detail,
+                    cause="429 quota exceeded",
+                    hint="the account has no quota left: check its plan and billing",
+                )
+            return RateLimited(
+                detail,
+                retry_after=_retry_after(response.headers),
+                cause="429 rate limited",
+                hint="lower --concurrency, or check the account's rate limits",
+            )
         if status == 408:  # the server gave up waiting: a timeout, worth another try
-            return JudgeTimeout(detail)
+            return JudgeTimeout(
+                detail, cause="408 request timeout", hint="the server is overloaded"
+            )
         if status >= 500:
-            return ServerError(detail)
+            return ServerError(
+                detail, cause=f"HTTP {status}", hint=f"the server at {self.base_url} keeps failing"
+            )
+        if status == 401:
+            return ProviderUnusable(detail, cause="401 Unauthorized", hint=KEY_HINT)
+        if status == 403:
+            return ProviderUnusable(
+                detail,
+                cause="403 Forbidden",
+                hint="the API key has no access to this model or endpoint",
+            )
+        if status == 404:
+            if "model" in lowered:
+                return ProviderUnusable(
+                    detail,
+                    cause=f"404 unknown model {self.model!r}",
+                    hint="unknown model: check the model name",
+                )
+            return ProviderUnusable(
+                detail,
+                cause=f"404 Not Found at {self.base_url}{self._path}",
+                hint="check --base-url (it usually ends in /v1)",
+            )
         return PermanentJudgeError(detail)
 
     def _server_message(self, response: httpx.Response) -> str:
@@ -206,7 +314,7 @@ class OpenAIJudge(_OpenAIHTTP):
         *,
         base_url: str = DEFAULT_BASE_URL,
         api_key: str | None = None,
-        timeout: float = 60.0,
+        timeout: float | None = None,
         max_tokens: int = 1024,
         temperature: float = 0.0,
         structured: Structured = "json_object",
@@ -317,7 +425,7 @@ class OpenAIEmbedder(_OpenAIHTTP):
         *,
         base_url: str = DEFAULT_BASE_URL,
         api_key: str | None = None,
-        timeout: float = 60.0,
+        timeout: float | None = None,
         dimensions: int | None = None,
         extra_body: Mapping[str, Any] | None = None,
         client: httpx.AsyncClient | None = None,
@@ -363,6 +471,28 @@ class OpenAIEmbedder(_OpenAIHTTP):
 
 class _ResponseFormatRefused(Exception):
     """Internal: the server said no to JSON mode; switch to a forced tool call."""
+
+
+_SCHEME_HINT = "--base-url must start with http:// or https://"
+
+
+def _checked_base_url(base_url: str) -> str:
+    """``base_url`` without its trailing slash, or a ValueError naming what is wrong with it.
+
+    Checked when the judge is built, so a URL without a scheme (``localhost:8000/v1``) is a
+    one-line error before any call, not a failure on every call of the run.
+    """
+    url = base_url.strip().rstrip("/")
+    scheme, sep, _ = url.partition("://")
+    if not sep or scheme.lower() not in ("http", "https"):
+        raise ValueError(f"base URL {base_url!r} has no http:// or https:// scheme: {_SCHEME_HINT}")
+    try:
+        host = httpx.URL(url).host
+    except httpx.InvalidURL as exc:
+        raise ValueError(f"base URL {base_url!r} is not a valid URL: {exc}") from None
+    if not host:
+        raise ValueError(f"base URL {base_url!r} names no host: {_SCHEME_HINT}")
+    return url
 
 
 _REFUSAL_WORDS = ("response_format", "response format", "json_object", "json mode")

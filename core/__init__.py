@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         save_samples,
     )
     from .scoring import Scorer, explain
+    from .settings import Settings
     from .stats import compare
 
 _EXPORTS: dict[str, str] = {
@@ -36,6 +37,7 @@ _EXPORTS: dict[str, str] = {
     "EmbeddingEngine": "engine",
     "JudgeEngine": "engine",
     "Scorer": "scoring",
+    "Settings": "settings",
     "explain": "scoring",
     "Price": "engine",
     "aevaluate": "runner",
@@ -96,6 +98,7 @@ __all__ = [
     "SampleValidationError",
     "Score",
     "Scorer",
+    "Settings",
     "Usage",
     "aevaluate",
     "compare",

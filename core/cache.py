@@ -25,7 +25,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -38,8 +38,12 @@ __all__ = [
     "CACHE_FORMAT_VERSION",
     "SCHEMA_VERSION",
     "Cache",
+    "CacheGroups",
     "CacheStats",
     "CachedReply",
+    "EmbeddingGroup",
+    "ReplyGroup",
+    "ReplyRow",
     "cache_key",
     "default_cache_path",
     "open_cache",
@@ -83,6 +87,15 @@ CREATE TABLE IF NOT EXISTS embeddings (
     PRIMARY KEY (model, text_hash)
 );
 """
+
+#: Columns added after schema version 1 shipped. They are nullable, so a file gains them in
+#: place (``ALTER TABLE ... ADD COLUMN``) and older ragbridge versions, which name the columns
+#: they write, keep reading and writing it. A NULL means "written before the column existed".
+_ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("replies", "template_version", "TEXT"),
+    ("replies", "facts", "TEXT"),
+    ("embeddings", "created", "REAL"),
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -187,6 +200,49 @@ class CachedReply:
 
 
 @dataclass(frozen=True)
+class ReplyRow:
+    """One stored reply as `Cache.reply_rows` yields it (None: not recorded by the writer)."""
+
+    key: str
+    model: str
+    template_id: str
+    template_version: str | None
+    text: str
+    facts: dict[str, Any] | None
+    created: float | None
+
+
+@dataclass(frozen=True)
+class ReplyGroup:
+    """Replies of one model, template and template version (``ragbridge cache stats``)."""
+
+    model: str
+    template_id: str
+    template_version: str | None
+    count: int
+    text_bytes: int
+    oldest: float | None
+    newest: float | None
+
+
+@dataclass(frozen=True)
+class EmbeddingGroup:
+    """Embeddings of one model and dimension; ``unknown_age`` were stored before ages were."""
+
+    model: str
+    dim: int
+    count: int
+    vector_bytes: int
+    unknown_age: int
+
+
+@dataclass(frozen=True)
+class CacheGroups:
+    replies: list[ReplyGroup]
+    embeddings: list[EmbeddingGroup]
+
+
+@dataclass(frozen=True)
 class CacheStats:
     """Row counts of the cache file, and the hits and misses of one :class:`Cache` object.
 
@@ -273,6 +329,10 @@ class Cache:
             for statement in _SCHEMA_SQL.split(";"):
                 if statement.strip():
                     conn.execute(statement)
+            for table, column, kind in _ADDED_COLUMNS:
+                present = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+                if column not in present:
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
             if row is None:
                 conn.execute(
                     "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
@@ -366,19 +426,35 @@ class Cache:
             completion_tokens=int(completion_tokens or 0),
         )
 
-    def put_reply(self, key: str, reply: CachedReply, *, model: str, template_id: str) -> None:
+    def put_reply(
+        self,
+        key: str,
+        reply: CachedReply,
+        *,
+        model: str,
+        template_id: str,
+        template_version: str | None = None,
+        facts: Mapping[str, Any] | None = None,
+    ) -> None:
         """Store ``reply`` under ``key`` and commit at once (a later put replaces it).
 
-        ``model`` and ``template_id`` are not part of the lookup — the key already covers them —
-        but are stored so a cache file can be inspected or pruned per model or template.
+        ``model``, ``template_id`` and ``template_version`` are not part of the lookup — the key
+        already covers them — but are stored so a cache file can be inspected or pruned per
+        model or template version (``ragbridge cache``). ``facts`` are what the reply was
+        checked against (e.g. ``{"CLAIM": 3, "CONTEXT": 4}``), kept so the check can be run
+        again on the stored reply later (``ragbridge cache prune --failed``).
         """
         if not isinstance(reply, CachedReply):
             raise TypeError(f"reply must be a CachedReply, got {type(reply).__name__}")
+        stored_facts = None
+        if facts is not None:
+            stored_facts = json.dumps(_canonical(dict(facts), "facts"), sort_keys=True)
         with self._lock:
             self._connection().execute(
                 "INSERT OR REPLACE INTO replies "
-                "(key, model, template_id, text, prompt_tokens, completion_tokens, created) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "(key, model, template_id, text, prompt_tokens, completion_tokens, created, "
+                "template_version, facts) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     key,
                     model,
@@ -387,6 +463,8 @@ class Cache:
                     reply.prompt_tokens,
                     reply.completion_tokens,
                     time.time(),
+                    template_version,
+                    stored_facts,
                 ),
             )
 
@@ -441,7 +519,8 @@ class Cache:
                 f"put_embeddings got {len(texts)} texts but {len(vectors)} vectors; "
                 "they must be aligned one to one"
             )
-        rows: list[tuple[str, str, int, bytes]] = []
+        rows: list[tuple[str, str, int, bytes, float]] = []
+        now = time.time()
         for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
             try:
                 arr = np.asarray(vector, dtype=np.float64)
@@ -460,7 +539,7 @@ class Cache:
                     f"embedding for text #{i} contains non-finite values "
                     "(NaN, infinity, or beyond float32 range)"
                 )
-            rows.append((model, _text_hash(text), int(arr.size), stored.tobytes()))
+            rows.append((model, _text_hash(text), int(arr.size), stored.tobytes(), now))
         if not rows:
             return
         with self._lock:
@@ -468,8 +547,8 @@ class Cache:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 conn.executemany(
-                    "INSERT OR REPLACE INTO embeddings (model, text_hash, dim, vector) "
-                    "VALUES (?, ?, ?, ?)",
+                    "INSERT OR REPLACE INTO embeddings (model, text_hash, dim, vector, created) "
+                    "VALUES (?, ?, ?, ?, ?)",
                     rows,
                 )
             except BaseException:
@@ -491,6 +570,100 @@ class Cache:
                 hits=self._hits,
                 misses=self._misses,
             )
+
+    def reply_rows(self) -> Iterator[ReplyRow]:
+        """Every stored reply with what is known about it, for inspection and pruning."""
+        with self._lock:
+            rows = (
+                self._connection()
+                .execute(
+                    "SELECT key, model, template_id, template_version, text, facts, created "
+                    "FROM replies ORDER BY created"
+                )
+                .fetchall()
+            )
+        for key, model, template_id, version, text, facts, created in rows:
+            try:
+                parsed_facts = json.loads(facts) if facts else None
+            except ValueError:
+                parsed_facts = None
+            yield ReplyRow(
+                key=key,
+                model=model or "",
+                template_id=template_id or "",
+                template_version=version,
+                text=text or "",
+                facts=parsed_facts if isinstance(parsed_facts, dict) else None,
+                created=float(created) if created is not None else None,
+            )
+
+    def delete_replies(self, keys: Sequence[str]) -> int:
+        """Delete the replies stored under ``keys`` in one transaction; how many were deleted."""
+        deleted = 0
+        with self._lock:
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for start in range(0, len(keys), _LOOKUP_CHUNK):
+                    chunk = list(keys[start : start + _LOOKUP_CHUNK])
+                    marks = ",".join("?" * len(chunk))
+                    cursor = conn.execute(f"DELETE FROM replies WHERE key IN ({marks})", chunk)
+                    deleted += cursor.rowcount
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        return deleted
+
+    def delete_older_than(self, cutoff: float) -> tuple[int, int]:
+        """Delete replies and embeddings stored before ``cutoff`` (a `time.time` value).
+
+        Entries of unknown age (embeddings written before ages were recorded) are kept.
+        Returns (replies deleted, embeddings deleted).
+        """
+        with self._lock:
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                replies = conn.execute("DELETE FROM replies WHERE created < ?", (cutoff,))
+                vectors = conn.execute("DELETE FROM embeddings WHERE created < ?", (cutoff,))
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        return replies.rowcount, vectors.rowcount
+
+    def groups(self) -> CacheGroups:
+        """Counts and bytes of replies by (model, template, version) and embeddings by model."""
+        with self._lock:
+            conn = self._connection()
+            replies = conn.execute(
+                "SELECT model, template_id, template_version, COUNT(*), "
+                "COALESCE(SUM(LENGTH(CAST(text AS BLOB))), 0), MIN(created), MAX(created) "
+                "FROM replies GROUP BY model, template_id, template_version "
+                "ORDER BY model, template_id, template_version"
+            ).fetchall()
+            embeddings = conn.execute(
+                "SELECT model, dim, COUNT(*), COALESCE(SUM(LENGTH(vector)), 0), "
+                "SUM(created IS NULL) FROM embeddings GROUP BY model, dim ORDER BY model, dim"
+            ).fetchall()
+        return CacheGroups(
+            replies=[
+                ReplyGroup(m or "", t or "", v, int(n), int(b), lo, hi)
+                for m, t, v, n, b, lo, hi in replies
+            ],
+            embeddings=[
+                EmbeddingGroup(m or "", int(d or 0), int(n), int(b), int(u or 0))
+                for m, d, n, b, u in embeddings
+            ],
+        )
+
+    def vacuum(self) -> None:
+        """Give the space of deleted rows back to the file system."""
+        with self._lock:
+            conn = self._connection()
+            conn.execute("VACUUM")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def clear(self) -> None:
         """Delete every cached reply and embedding (the hit/miss counters are kept)."""

@@ -2,16 +2,27 @@
 
 It exists because the failure modes users hit in other frameworks all live at this layer:
 
-* **A true cap on in-flight calls.** One semaphore per engine is held only around the provider
-  call itself, so ``max_concurrency`` bounds calls in flight across every metric and sample of a
-  run — not jobs, which can each fan out into several calls.
-* **Timeouts and retries.** Each attempt has a timeout; transient errors (`TransientJudgeError`:
-  timeouts, rate limits, 5xx) are retried with exponential backoff and full jitter, honouring a
-  provider's ``retry_after``; the slot is released while waiting. When the retry budget is spent,
-  or on a permanent error, the call returns a typed `Failure` — it never raises into the run.
-* **Structured output.** The reply is validated against a pydantic schema; fenced JSON and prose
-  around the object are tolerated; an invalid reply gets one repair re-ask that quotes the
-  validation error; after that the result is ``Failure(parse_error)``.
+* **A true cap on in-flight calls.** A slot of the run's cap (`ragbridge.core.limits.Slots`) is
+  held only around the provider call itself, so ``max_concurrency`` bounds calls in flight across
+  every metric and sample of a run — and across the judge and the embedder, which share it —
+  not jobs, which can each fan out into several calls.
+* **Timeouts and retries.** Each attempt has a timeout (told to adapters through
+  `ragbridge.core.judge.attempt_timeout`, so an HTTP client's own timeout follows it); transient
+  errors (`TransientJudgeError`: timeouts, rate limits, 5xx, resets) are retried with exponential
+  backoff and full jitter, honouring a provider's ``retry_after``; the slot is released while
+  waiting. When the retry budget is spent, or on a permanent error, the call returns a typed
+  `Failure` — it never raises into the run.
+* **Stopping early.** An unusable provider (`ProviderUnusable`: 401, 403, unknown model, no
+  scheme, a host that does not resolve; a connection refused twice) is not retried, and after
+  ``stop_after`` identical failures with no reply in between the engine's `Breaker` trips: later
+  calls return ``Failure(cancelled, "not sent: judge: 401 Unauthorized on 5/5 calls — ...")``
+  at once, and the runner starts no further samples.
+* **Structured output, checked against the request.** The reply is validated against a pydantic
+  schema (fenced JSON and prose around the object are tolerated), then against the request by
+  the caller's `Validator` (one verdict per claim, cited contexts that exist). A reply that fails
+  either gets one repair re-ask quoting the problem, then retries within the budget; after that
+  the result is ``Failure(parse_error)``. Such a reply is never cached, and a cached reply that
+  fails today's check is treated as a miss.
 * **Cost.** Every call's tokens are counted, cached answers are counted separately, and an
   optional price table turns usage into money.
 * **Cache.** Replies are stored content-addressed (model, template id + version, messages,
@@ -25,7 +36,8 @@ import json
 import random
 import re
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -34,18 +46,35 @@ from pydantic import BaseModel, ValidationError
 
 from .cache import Cache, CachedReply, cache_key
 from .judge import (
+    ConnectionRefused,
     Embedder,
     Judge,
+    JudgeError,
     JudgeReply,
     JudgeTimeout,
     Message,
     PermanentJudgeError,
+    ProviderUnusable,
     RateLimited,
+    ServerError,
     TransientJudgeError,
+    attempt_timeout,
+    classify_error,
 )
+from .limits import Breaker, Outcome, Slots
 from .results import Failure, FailureKind, Usage
 
-__all__ = ["EmbeddingEngine", "JudgeCall", "JudgeEngine", "Price", "cost_of", "extract_json"]
+__all__ = [
+    "EmbeddingEngine",
+    "EmbeddingFailed",
+    "JudgeCall",
+    "JudgeEngine",
+    "Price",
+    "Validator",
+    "cost_of",
+    "extract_json",
+    "parse_reply",
+]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -120,8 +149,12 @@ def extract_json(text: str) -> str | None:
     return None
 
 
-def _parse(text: str, schema: type[T]) -> tuple[T | None, str | None]:
-    """Validate a reply against ``schema``; on failure return the error to show in a repair."""
+def parse_reply(text: str, schema: type[T]) -> tuple[T | None, str | None]:
+    """Validate a reply against ``schema``; on failure return the error to show in a repair.
+
+    Tolerates fences and prose around the object (`extract_json`). Public so that tools that
+    read stored replies (``ragbridge cache prune --failed``) parse exactly as the engine does.
+    """
     candidate = extract_json(text)
     if candidate is None:
         return None, "the reply contains no JSON object"
@@ -135,6 +168,9 @@ def _parse(text: str, schema: type[T]) -> tuple[T | None, str | None]:
         return None, problems
 
 
+_parse = parse_reply
+
+
 def schema_instruction(schema: type[BaseModel]) -> str:
     """The sentence every structured prompt ends with: the schema, stated in the prompt."""
     # Declaration order, not sorted: schemas list the reasoning field before the verdict.
@@ -145,6 +181,16 @@ def schema_instruction(schema: type[BaseModel]) -> str:
     )
 
 
+Validator = Callable[[Any], "str | None"]
+"""A per-request check of a parsed reply: the problem as one sentence, or None when it fits.
+
+Schema validation says a reply is well-formed; a validator says it answers *this* request (one
+verdict per claim asked, context numbers that exist). A validator may carry a ``facts``
+attribute (a JSON-able mapping of what it checked against, e.g. ``{"CLAIM": 3}``), which the
+engine stores next to the cached reply so `ragbridge cache prune --failed` can check it again.
+"""
+
+
 @dataclass
 class _Stats:
     in_flight: int = 0
@@ -153,6 +199,59 @@ class _Stats:
     cached: int = 0
     retries: int = 0
     failures: int = 0
+    refused: int = 0
+    stale: int = 0
+    """Cache entries that no longer pass validation (re-asked, then replaced)."""
+
+
+class _NotSent(Exception):
+    """Internal: the breaker tripped while this call waited for a slot."""
+
+
+def _cause_of(exc: JudgeError, timeout: float | None) -> tuple[str, str | None]:
+    """The breaker's (cause, hint) of a failure the error class alone describes."""
+    if exc.cause is not None:
+        return exc.cause, exc.hint
+    if isinstance(exc, JudgeTimeout):
+        limit = f" within {timeout:g} s" if timeout is not None else ""
+        return f"no reply{limit}", "the server is slow or hung: check it, or raise the timeout"
+    if isinstance(exc, RateLimited):
+        return "429 rate limited", "lower the concurrency, or check the account's rate limits"
+    if isinstance(exc, ConnectionRefused):
+        return "connection refused", "is the server running?"
+    if isinstance(exc, ServerError):
+        return f"server error ({type(exc).__name__})", "the provider keeps failing"
+    return f"{type(exc).__name__}: {exc}", None
+
+
+def _exhausted(replied: Outcome, attempts: int) -> Outcome:
+    """What a call that spent its retry budget on transient errors tells the breaker.
+
+    Every attempt failed (timeouts, 429s, 5xx): after ``stop_after`` such calls in a row, with
+    no reply in between, the provider is as good as down (a hung server, an exhausted quota),
+    so they count. A call with a single attempt (``max_retries=0``) does not: at a high fault
+    rate, single failures line up by chance.
+    """
+    if replied is Outcome.REPLIED:
+        return replied
+    return Outcome.UNUSABLE if attempts > 1 else Outcome.NEUTRAL
+
+
+def _with_fix(message: str, hint: str | None) -> str:
+    """A failure message that ends with what to do about it (when the error says)."""
+    return f"{message} — {hint}" if hint and hint not in message else message
+
+
+def _transient_kind(exc: TransientJudgeError) -> FailureKind:
+    if isinstance(exc, JudgeTimeout):
+        return FailureKind.TIMEOUT
+    if isinstance(exc, RateLimited):
+        return FailureKind.RATE_LIMITED
+    return FailureKind.JUDGE_ERROR
+
+
+def _refusal(line: str | None, verb: str = "not sent") -> Failure:
+    return Failure(kind=FailureKind.CANCELLED, message=f"{verb}: {line}")
 
 
 @dataclass
@@ -161,7 +260,10 @@ class JudgeEngine:
 
     ``max_retries`` is the retry budget of one call (attempts = 1 + max_retries); ``timeout`` is
     per attempt, in seconds. ``sleep`` and ``seed`` exist so tests run backoff instantly and
-    deterministically.
+    deterministically. ``slots`` is the run's in-flight cap when it is shared with an
+    `EmbeddingEngine` (default: the engine's own, ``max_concurrency`` wide); ``stop_after`` is
+    the number of identical unusable-provider failures after which calls are no longer sent
+    (see `ragbridge.core.limits.Breaker`; the engine's ``breaker``).
     """
 
     judge: Judge
@@ -176,30 +278,28 @@ class JudgeEngine:
     price: Price | None = None
     sleep: Callable[[float], Any] = asyncio.sleep
     seed: int | None = None
+    slots: Slots | None = None
+    stop_after: int = 5
     stats: _Stats = field(default_factory=_Stats, init=False)
+    breaker: Breaker = field(init=False)
 
     def __post_init__(self) -> None:
         if self.max_concurrency < 1:
             raise ValueError("max_concurrency must be >= 1")
         if self.max_retries < 0:
             raise ValueError("max_retries must be >= 0")
+        if self.timeout is not None and not self.timeout > 0:
+            raise ValueError("timeout must be > 0 seconds (or None for no timeout)")
         self._rng = random.Random(self.seed)
-        # Keyed by the loop object, weakly: an id() can be reused by the next asyncio.run's loop.
-        self._semaphores: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, asyncio.Semaphore
-        ] = weakref.WeakKeyDictionary()
+        if self.slots is None:
+            self.slots = Slots(self.max_concurrency)
+        self.breaker = Breaker("judge", self.stop_after)
+        # Identical requests in flight at once, by cache key: the second waits for the first.
+        self._in_flight: dict[str, asyncio.Future[JudgeCall[Any]]] = {}
 
     @property
     def model(self) -> str:
         return self.judge.model
-
-    def _semaphore(self) -> asyncio.Semaphore:
-        # A semaphore belongs to one event loop; sync evaluate() may run on a fresh loop.
-        loop = asyncio.get_running_loop()
-        sem = self._semaphores.get(loop)
-        if sem is None:
-            sem = self._semaphores[loop] = asyncio.Semaphore(self.max_concurrency)
-        return sem
 
     async def ask(
         self,
@@ -208,9 +308,18 @@ class JudgeEngine:
         *,
         template_id: str,
         template_version: str,
+        validate: Validator | None = None,
     ) -> JudgeCall[T]:
-        """One structured request: the cache, else attempts (see `_resolve`); never raises."""
-        call: JudgeCall[T] = await self._request(messages, schema, template_id, template_version)
+        """One structured request: the cache, else attempts (see `_resolve`); never raises.
+
+        ``validate`` checks a reply that parsed against what this request asked (see
+        `Validator`); a reply it rejects is treated like one that did not parse: repaired,
+        retried within the budget, never cached. Cached replies are checked too: an entry
+        that fails today's check is a miss, and is replaced by the fresh reply.
+        """
+        call: JudgeCall[T] = await self._request(
+            messages, schema, template_id, template_version, validate
+        )
         return call
 
     async def complete(
@@ -223,7 +332,9 @@ class JudgeEngine:
         by the caller's ``template_id``/``template_version`` (e.g. ``"deepeval"``, its version).
         An empty reply counts as unusable and is retried within the budget. Never raises.
         """
-        call: JudgeCall[str] = await self._request(messages, None, template_id, template_version)
+        call: JudgeCall[str] = await self._request(
+            messages, None, template_id, template_version, None
+        )
         return call
 
     async def _request(
@@ -232,6 +343,7 @@ class JudgeEngine:
         schema: type[BaseModel] | None,
         template_id: str,
         template_version: str,
+        validate: Validator | None,
     ) -> JudgeCall[Any]:
         key = None
         if self.cache is not None:
@@ -245,68 +357,171 @@ class JudgeEngine:
             )
             hit = self.cache.get_reply(key)
             if hit is not None:
+                value: Any
                 if schema is None:
-                    value: Any = hit.text if hit.text.strip() else None
+                    value = hit.text if hit.text.strip() else None
                 else:
                     value, _ = _parse(hit.text, schema)
+                    if value is not None and _check(validate, value) is not None:
+                        value = None
                 if value is not None:
                     self.stats.cached += 1
                     return JudgeCall(value, None, Usage(cached_calls=1), hit.text)
-        call = await self._resolve(messages, schema)
+                self.stats.stale += 1
+            shared = await self._join(key, schema, validate)
+            if shared is not None:
+                return shared
+        if key is None:
+            return await self._send_request(
+                messages, schema, template_id, template_version, validate
+            )
+        leader: asyncio.Future[JudgeCall[Any]] = asyncio.get_running_loop().create_future()
+        self._in_flight[key] = leader
+        try:
+            call = await self._send_request(
+                messages, schema, template_id, template_version, validate, key
+            )
+        except BaseException:
+            leader.cancel()
+            raise
+        finally:
+            if self._in_flight.get(key) is leader:
+                del self._in_flight[key]
+        leader.set_result(call)
+        return call
+
+    async def _join(
+        self, key: str, schema: type[BaseModel] | None, validate: Validator | None
+    ) -> JudgeCall[Any] | None:
+        """The answer of an identical request already in flight, as a cached call.
+
+        Without this, whether two identical prompts sent at once cost one call or two depends
+        on which finishes first, and a run's call count would not be reproducible. Only a
+        usable answer is shared; when the first request failed, the second makes its own.
+        """
+        leader = self._in_flight.get(key)
+        if leader is None or leader.get_loop() is not asyncio.get_running_loop():
+            return None
+        try:
+            first = await asyncio.shield(leader)
+        except asyncio.CancelledError:
+            if leader.cancelled():
+                return None
+            raise
+        if first.value is None or (schema is not None and _check(validate, first.value)):
+            return None
+        self.stats.cached += 1
+        return JudgeCall(first.value, None, Usage(cached_calls=1), first.text)
+
+    async def _send_request(
+        self,
+        messages: Sequence[Message],
+        schema: type[BaseModel] | None,
+        template_id: str,
+        template_version: str,
+        validate: Validator | None,
+        key: str | None = None,
+    ) -> JudgeCall[Any]:
+        """The breaker, the attempts, and the cache write of one request that was not cached."""
+        refusal = await self.breaker.admit()
+        if refusal is not None:
+            self.stats.refused += 1
+            return JudgeCall(None, _refusal(refusal), Usage())
+        outcome, cause, hint = Outcome.NEUTRAL, None, None
+        try:
+            call, outcome, cause, hint = await self._resolve(
+                messages, schema, validate, template_id
+            )
+        finally:
+            self.breaker.settle(outcome, cause, hint)
         if call.value is not None and self.cache is not None and key is not None:
             assert call.text is not None
+            facts = getattr(validate, "facts", None)
             self.cache.put_reply(
                 key,
                 CachedReply(call.text, call.usage.prompt_tokens, call.usage.completion_tokens),
                 model=self.model,
                 template_id=template_id,
+                template_version=template_version,
+                facts=dict(facts) if isinstance(facts, Mapping) else None,
             )
         return call
 
     async def _resolve(
-        self, messages: Sequence[Message], schema: type[Any] | None
-    ) -> JudgeCall[Any]:
+        self,
+        messages: Sequence[Message],
+        schema: type[Any] | None,
+        validate: Validator | None = None,
+        template_id: str = "",
+    ) -> tuple[JudgeCall[Any], Outcome, str | None, str | None]:
         """Attempts until a valid reply or the retry budget is spent.
 
         Transient errors and unusable replies draw on the same budget (``max_retries``): an
-        unusable reply first gets one repair re-ask quoting the problem (free of the budget),
-        and if the repair is unusable too, a fresh attempt spends a retry. Only transient errors
-        wait (backoff with jitter) before the next attempt.
+        unusable reply (unparseable, or rejected by ``validate``) first gets one repair re-ask
+        quoting the problem (free of the budget), and if the repair is unusable too, a fresh
+        attempt spends a retry. Only transient errors wait (backoff with jitter) before the
+        next attempt. A refused connection is retried once, then treated as permanent. Returns
+        the call and what it tells the breaker.
         """
         usage = Usage()
         retries_left = self.max_retries
         waits = 0
         conversation = list(messages)
         repaired = False
+        refused_once = False
+        replied = Outcome.NEUTRAL
         while True:
+            if self.breaker.tripped and usage.calls:
+                stopped = _refusal(self.breaker.line, "not retried")
+                return JudgeCall(None, stopped, usage), replied, None, None
             try:
                 reply = await self._send(conversation, schema)
-            except TransientJudgeError as exc:
+            except _NotSent:
+                outcome = replied if usage.calls else Outcome.NOT_SENT
+                return JudgeCall(None, _refusal(self.breaker.line), usage), outcome, None, None
+            except ConnectionRefused as exc:
                 usage += Usage(calls=1)
-                if retries_left == 0:
-                    kind = (
-                        FailureKind.TIMEOUT
-                        if isinstance(exc, JudgeTimeout)
-                        else FailureKind.RATE_LIMITED
-                        if isinstance(exc, RateLimited)
-                        else FailureKind.JUDGE_ERROR
-                    )
-                    message = f"{exc} (gave up after {usage.calls} attempts)"
-                    return JudgeCall(None, self._failed(kind, message), usage)
+                if refused_once or retries_left == 0:
+                    cause, hint = _cause_of(exc, self.timeout)
+                    message = f"{exc} (refused {'twice' if refused_once else 'once'})"
+                    failure = self._failed(FailureKind.JUDGE_ERROR, _with_fix(message, hint))
+                    return JudgeCall(None, failure, usage), Outcome.UNUSABLE, cause, hint
+                refused_once = True
                 retries_left -= 1
                 waits += 1
                 self.stats.retries += 1
                 await self.sleep(self._backoff(waits, exc))
                 continue
+            except TransientJudgeError as exc:
+                usage += Usage(calls=1)
+                if retries_left == 0:
+                    message = f"{exc} (gave up after {usage.calls} attempts)"
+                    failure = self._failed(_transient_kind(exc), message)
+                    cause, hint = _cause_of(exc, self.timeout)
+                    outcome = _exhausted(replied, usage.calls)
+                    return JudgeCall(None, failure, usage), outcome, cause, hint
+                retries_left -= 1
+                waits += 1
+                self.stats.retries += 1
+                await self.sleep(self._backoff(waits, exc))
+                continue
+            except ProviderUnusable as exc:
+                usage += Usage(calls=1)
+                cause, hint = _cause_of(exc, self.timeout)
+                failure = self._failed(FailureKind.JUDGE_ERROR, _with_fix(str(exc), hint))
+                return JudgeCall(None, failure, usage), Outcome.UNUSABLE, cause, hint
             except PermanentJudgeError as exc:
                 usage += Usage(calls=1)
-                return JudgeCall(None, self._failed(FailureKind.JUDGE_ERROR, str(exc)), usage)
+                failure = self._failed(FailureKind.JUDGE_ERROR, str(exc))
+                return JudgeCall(None, failure, usage), replied, None, None
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # an adapter bug must not kill the run
                 usage += Usage(calls=1)
                 message = f"{type(exc).__name__}: {exc}"
-                return JudgeCall(None, self._failed(FailureKind.JUDGE_ERROR, message), usage)
+                failure = self._failed(FailureKind.JUDGE_ERROR, message)
+                return JudgeCall(None, failure, usage), replied, None, None
+            replied = Outcome.REPLIED
             usage += Usage(
                 calls=1,
                 prompt_tokens=reply.usage.prompt_tokens,
@@ -314,15 +529,20 @@ class JudgeEngine:
             )
             value: Any
             problem: str | None
+            misfit = False  # parsed, but wrong for this request
             if schema is None:  # free text: usable unless empty
                 if reply.text.strip():
-                    return JudgeCall(reply.text, None, usage, reply.text)
+                    return JudgeCall(reply.text, None, usage, reply.text), replied, None, None
                 value, problem = None, "the reply is empty"
             else:
                 value, problem = self._validated(reply, schema)
+                if value is not None:
+                    problem = _check(validate, value)
+                    if problem is not None:
+                        value, misfit = None, True
             if value is not None:
                 text = value.model_dump_json() if reply.parsed is not None else reply.text
-                return JudgeCall(value, None, usage, text)
+                return JudgeCall(value, None, usage, text), replied, None, None
             if self.repair and not repaired and schema is not None:
                 conversation = [
                     *messages,
@@ -338,9 +558,12 @@ class JudgeEngine:
             if retries_left == 0:
                 snippet = reply.text[:200] + ("…" if len(reply.text) > 200 else "")
                 wanted = "a non-empty text" if schema is None else f"the {schema.__name__} schema"
-                message = f"judge reply did not match {wanted}: {problem}; reply: {snippet}"
+                if misfit:
+                    message = f"{template_id or 'judge reply'}: {problem}; reply: {snippet}"
+                else:
+                    message = f"judge reply did not match {wanted}: {problem}; reply: {snippet}"
                 failure = self._failed(FailureKind.PARSE_ERROR, message)
-                return JudgeCall(None, failure, usage, reply.text)
+                return JudgeCall(None, failure, usage, reply.text), replied, None, None
             retries_left -= 1
             self.stats.retries += 1
             conversation = list(messages)
@@ -361,28 +584,68 @@ class JudgeEngine:
         return Failure(kind=kind, message=message)
 
     def _backoff(self, attempt: int, error: Exception | None) -> float:
-        if isinstance(error, RateLimited) and error.retry_after is not None:
-            return min(self.backoff_max, error.retry_after)
-        ceiling = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1))
-        return self._rng.uniform(0, ceiling)  # "full jitter": spreads a thundering herd
+        return _backoff(self._rng, self.backoff_base, self.backoff_max, attempt, error)
 
     async def _send(
         self, messages: Sequence[Message], schema: type[BaseModel] | None
     ) -> JudgeReply:
-        async with self._semaphore():
+        assert self.slots is not None
+        async with self.slots.hold():
+            if self.breaker.tripped:
+                raise _NotSent
             self.stats.in_flight += 1
             self.stats.calls += 1
             self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
+            token = attempt_timeout.set(self.timeout)
             try:
-                call = self.judge.generate(list(messages), schema=schema)
-                if self.timeout is None:
-                    return await call
-                try:
-                    return await asyncio.wait_for(call, self.timeout)
-                except asyncio.TimeoutError:
-                    raise JudgeTimeout(f"no reply within {self.timeout:g} s") from None
+                return await _within(
+                    self.judge.generate(list(messages), schema=schema), self.timeout, "reply"
+                )
             finally:
+                attempt_timeout.reset(token)
                 self.stats.in_flight -= 1
+
+
+async def _within(call: Awaitable[V], timeout: float | None, what: str) -> V:
+    """Await one provider call, bounded by the per-attempt ``timeout`` (None: unbounded)."""
+    if timeout is None:
+        return await call
+    try:
+        return await asyncio.wait_for(call, timeout)
+    except asyncio.TimeoutError:
+        raise JudgeTimeout(f"no {what} within {timeout:g} s") from None
+
+
+def _check(validate: Validator | None, value: Any) -> str | None:
+    """Run a validator; one that raises rejects the reply (with the error) instead of the run."""
+    if validate is None:
+        return None
+    try:
+        return validate(value)
+    except Exception as exc:  # a reply odd enough to break the check is not usable
+        return f"the reply could not be checked ({type(exc).__name__}: {exc})"
+
+
+def _backoff(
+    rng: random.Random, base: float, ceiling_max: float, attempt: int, error: Exception | None
+) -> float:
+    if isinstance(error, RateLimited) and error.retry_after is not None:
+        return min(ceiling_max, error.retry_after)
+    ceiling = min(ceiling_max, base * 2 ** (attempt - 1))
+    return rng.uniform(0, ceiling)  # "full jitter": spreads a thundering herd
+
+
+class EmbeddingFailed(Exception):
+    """An embedding request that failed for good; ``failure`` is the typed cause.
+
+    `EmbeddingEngine.embed` raises it (vectors are all-or-nothing for a metric), and
+    `Metric.score` turns it into the cell's `Failure` — timeout, rate_limited, judge_error,
+    parse_error or cancelled, like a judge call's.
+    """
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
 
 
 @dataclass
@@ -393,6 +656,15 @@ class EmbeddingEngine:
     nearly what 64 do. Metrics ask for a handful of texts each, from many samples at once, so
     requests are queued for ``linger`` seconds (or until ``batch_size`` texts wait) and sent
     together; a text already queued or in flight is not sent twice.
+
+    A batch gets the judge's discipline: a timeout per attempt, retries with backoff for
+    transient errors and unusable replies (a vector missing, a NaN, a changed dimension), the
+    same error classification (`classify_error` for exceptions an adapter did not classify),
+    a `Breaker` that stops sending after ``stop_after`` identical unusable-provider failures,
+    and a slot of the run's in-flight cap (``slots``, shared with the judge engine) while on
+    the wire. ``max_concurrency`` further limits this engine's own batches in flight (an
+    in-process model gains nothing from parallel batches). A batch that fails for good raises
+    `EmbeddingFailed` in every request waiting on it.
     """
 
     embedder: Embedder
@@ -401,17 +673,39 @@ class EmbeddingEngine:
     max_concurrency: int = 1
     timeout: float | None = 120.0
     linger: float = 0.002
+    max_retries: int = 4
+    backoff_base: float = 0.5
+    backoff_max: float = 30.0
+    sleep: Callable[[float], Any] = asyncio.sleep
+    seed: int | None = None
+    slots: Slots | None = None
+    stop_after: int = 5
     batches: int = field(default=0, init=False)
+    stats: _Stats = field(default_factory=_Stats, init=False)
+    breaker: Breaker = field(init=False)
     _state: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Batcher] = field(
         default_factory=weakref.WeakKeyDictionary, init=False
     )
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        if self.timeout is not None and not self.timeout > 0:
+            raise ValueError("timeout must be > 0 seconds (or None for no timeout)")
+        self._own = Slots(self.max_concurrency)
+        self._rng = random.Random(self.seed)
+        self._dim: int | None = None
+        self.breaker = Breaker("embedder", self.stop_after)
 
     @property
     def model(self) -> str:
         return self.embedder.model
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Vectors aligned with ``texts``; cached ones are not recomputed."""
+        """Vectors aligned with ``texts``; cached ones are not recomputed.
+
+        Raises `EmbeddingFailed` when a batch fails for good.
+        """
         found: list[list[float] | None] = (
             self.cache.get_embeddings(self.model, list(texts))
             if self.cache is not None
@@ -424,6 +718,7 @@ class EmbeddingEngine:
             computed = dict(zip(missing, vectors, strict=True))
         else:
             computed = {}
+        self.stats.cached += len(texts) - len(missing)
         return [v if v is not None else computed[t] for t, v in zip(texts, found, strict=True)]
 
     def _batcher(self) -> _Batcher:
@@ -434,19 +729,142 @@ class EmbeddingEngine:
         return batcher
 
     async def _embed_batch(self, batch: list[str]) -> list[list[float]]:
+        """One batch through the breaker, retries and cap; raises `EmbeddingFailed`."""
         self.batches += 1
-        call = self.embedder.embed(batch)
-        result = await (call if self.timeout is None else asyncio.wait_for(call, self.timeout))
-        if len(result) != len(batch):
-            raise ValueError(
-                f"embedder {self.model!r} returned {len(result)} vectors for {len(batch)} texts"
-            )
-        # Rounded to float32 (what models compute, and what the cache stores), so a cold run
-        # and a cached rerun give bit-identical scores.
-        vectors = [np.asarray(v, dtype=np.float32).astype(np.float64).tolist() for v in result]
+        refusal = await self.breaker.admit()
+        if refusal is not None:
+            self.stats.refused += 1
+            raise EmbeddingFailed(_refusal(refusal))
+        outcome, cause, hint = Outcome.NEUTRAL, None, None
+        try:
+            result, outcome, cause, hint = await self._attempts(batch)
+        finally:
+            self.breaker.settle(outcome, cause, hint)
+        if isinstance(result, Failure):
+            self.stats.failures += 1
+            raise EmbeddingFailed(result)
         if self.cache is not None:
-            self.cache.put_embeddings(self.model, batch, vectors)
-        return vectors
+            self.cache.put_embeddings(self.model, batch, result)
+        return result
+
+    async def _attempts(
+        self, batch: list[str]
+    ) -> tuple[list[list[float]] | Failure, Outcome, str | None, str | None]:
+        retries_left = self.max_retries
+        attempts = 0
+        refused_once = False
+        replied = Outcome.NEUTRAL
+        while True:
+            if self.breaker.tripped and attempts:
+                return _refusal(self.breaker.line, "not retried"), replied, None, None
+            attempts += 1
+            error: JudgeError | None = None
+            problem: str | None = None
+            try:
+                result = await self._send(batch)
+            except _NotSent:
+                outcome = replied if attempts > 1 else Outcome.NOT_SENT
+                return _refusal(self.breaker.line), outcome, None, None
+            except asyncio.CancelledError:
+                raise
+            except JudgeError as exc:
+                error = exc
+            except Exception as exc:
+                error = classify_error(exc)
+                if error is None:  # unknown: an adapter bug, or a cause we cannot tell
+                    failure = Failure(
+                        kind=FailureKind.JUDGE_ERROR,
+                        message=f"embedding failed: {type(exc).__name__}: {exc}",
+                    )
+                    return failure, replied, None, None
+            else:
+                replied = Outcome.REPLIED
+                vectors, problem = self._checked(result, len(batch))
+                if vectors is not None:
+                    return vectors, replied, None, None
+            if isinstance(error, ProviderUnusable) or (
+                isinstance(error, ConnectionRefused) and (refused_once or retries_left == 0)
+            ):
+                cause, hint = _cause_of(error, self.timeout)
+                message = _with_fix(f"embedding failed: {error}", hint)
+                failure = Failure(kind=FailureKind.JUDGE_ERROR, message=message)
+                return failure, Outcome.UNUSABLE, cause, hint
+            if isinstance(error, PermanentJudgeError):
+                failure = Failure(
+                    kind=FailureKind.JUDGE_ERROR, message=f"embedding failed: {error}"
+                )
+                return failure, replied, None, None
+            refused_once = refused_once or isinstance(error, ConnectionRefused)
+            if retries_left == 0:
+                if error is not None:
+                    assert isinstance(error, TransientJudgeError)
+                    cause, hint = _cause_of(error, self.timeout)
+                    message = f"embedding failed: {error} (gave up after {attempts} attempts)"
+                    failure = Failure(kind=_transient_kind(error), message=message)
+                    return failure, _exhausted(replied, attempts), cause, hint
+                message = f"embedder reply unusable: {problem} (gave up after {attempts} attempts)"
+                return Failure(kind=FailureKind.PARSE_ERROR, message=message), replied, None, None
+            retries_left -= 1
+            self.stats.retries += 1
+            if error is not None:  # an unusable reply is asked again at once
+                await self.sleep(
+                    _backoff(self._rng, self.backoff_base, self.backoff_max, attempts, error)
+                )
+
+    async def _send(self, batch: list[str]) -> Any:
+        async with self._own.hold():
+            shared = self.slots.hold() if self.slots is not None else _nothing()
+            async with shared:
+                if self.breaker.tripped:
+                    raise _NotSent
+                self.stats.in_flight += 1
+                self.stats.calls += 1
+                self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
+                token = attempt_timeout.set(self.timeout)
+                try:
+                    return await _within(self.embedder.embed(batch), self.timeout, "embeddings")
+                finally:
+                    attempt_timeout.reset(token)
+                    self.stats.in_flight -= 1
+
+    def _checked(self, result: Any, expected: int) -> tuple[list[list[float]] | None, str | None]:
+        """The reply as float vectors rounded to float32, or the reason it cannot be used.
+
+        Rounded to float32 (what models compute, and what the cache stores), so a cold run and
+        a cached rerun give bit-identical scores.
+        """
+        try:
+            count = len(result)
+        except TypeError:
+            return None, f"expected a list of {expected} vectors, got {type(result).__name__}"
+        if count != expected:
+            return None, f"{count} vectors for {expected} texts"
+        vectors: list[list[float]] = []
+        dim = self._dim
+        for i, raw in enumerate(result):
+            try:
+                array = np.asarray(raw, dtype=np.float64)
+            except (TypeError, ValueError):
+                return None, f"vector {i} is not a list of numbers"
+            if array.ndim != 1 or array.size == 0:
+                return None, f"vector {i} is not a non-empty list of numbers"
+            with np.errstate(over="ignore"):
+                rounded = array.astype(np.float32)
+            if not np.all(np.isfinite(rounded)):
+                return None, f"vector {i} holds NaN or infinite values"
+            if dim is None:
+                dim = int(array.size)
+            if array.size != dim:
+                return None, f"vector {i} has {array.size} dimensions, earlier ones {dim}"
+            vectors.append(rounded.astype(np.float64).tolist())
+        if vectors and self._dim is None:
+            self._dim = len(vectors[0])
+        return vectors, None
+
+
+@asynccontextmanager
+async def _nothing() -> AsyncIterator[None]:
+    yield
 
 
 class _Batcher:
@@ -457,7 +875,6 @@ class _Batcher:
         self.waiting: dict[str, asyncio.Future[list[float]]] = {}
         self.in_flight: dict[str, asyncio.Future[list[float]]] = {}
         self.flusher: asyncio.Task[None] | None = None
-        self.slots = asyncio.Semaphore(engine.max_concurrency)
         self.tasks: set[asyncio.Task[None]] = set()
 
     def request(self, text: str) -> asyncio.Future[list[float]]:
@@ -492,8 +909,7 @@ class _Batcher:
     async def _run(self, batch: dict[str, asyncio.Future[list[float]]]) -> None:
         texts = list(batch)
         try:
-            async with self.slots:
-                vectors = await self.engine._embed_batch(texts)
+            vectors = await self.engine._embed_batch(texts)
         except Exception as exc:  # every waiting metric gets the error, none hangs
             for future in batch.values():
                 if not future.done():

@@ -11,6 +11,7 @@ Any other exception escaping a judge is treated as permanent; none ever kills a 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -19,6 +20,7 @@ from pydantic import BaseModel
 from .results import Usage
 
 __all__ = [
+    "ConnectionRefused",
     "Embedder",
     "Entailment",
     "EntailmentModel",
@@ -28,10 +30,12 @@ __all__ = [
     "JudgeTimeout",
     "Message",
     "PermanentJudgeError",
+    "ProviderUnusable",
     "RateLimited",
     "ServerError",
     "TransientJudgeError",
     "Usage",
+    "attempt_timeout",
     "classify_error",
 ]
 
@@ -97,7 +101,18 @@ class EntailmentModel(Protocol):
 
 
 class JudgeError(Exception):
-    """Base of the errors an adapter raises to say how a judge call failed."""
+    """Base of the errors an adapter raises to say how a judge call failed.
+
+    ``cause`` is a short, stable name of what went wrong ("401 Unauthorized", "connection
+    refused at http://127.0.0.1:8000/v1"), equal for equal failures, so the engine can tell
+    that many calls failed *alike*; ``hint`` says what to do about it ("check OPENAI_API_KEY").
+    Both are optional; the message stays the full diagnosis.
+    """
+
+    def __init__(self, message: str = "", *, cause: str | None = None, hint: str | None = None):
+        super().__init__(message)
+        self.cause = cause
+        self.hint = hint
 
 
 class TransientJudgeError(JudgeError):
@@ -111,8 +126,15 @@ class JudgeTimeout(TransientJudgeError):
 class RateLimited(TransientJudgeError):
     """The provider asked us to slow down; ``retry_after`` (seconds) is honoured when given."""
 
-    def __init__(self, message: str = "rate limited", *, retry_after: float | None = None) -> None:
-        super().__init__(message)
+    def __init__(
+        self,
+        message: str = "rate limited",
+        *,
+        retry_after: float | None = None,
+        cause: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, cause=cause, hint=hint)
         self.retry_after = retry_after
 
 
@@ -120,8 +142,30 @@ class ServerError(TransientJudgeError):
     """A 5xx-like provider error."""
 
 
+class ConnectionRefused(ServerError):
+    """Nothing listens at the endpoint (ECONNREFUSED).
+
+    Transient once, permanent after: a server that is restarting refuses for a moment, so the
+    engine retries a refused call once; a second refusal in the same call means nothing is
+    running there (a local server never started, a wrong port), which no backoff will heal, and
+    it is then treated as `ProviderUnusable`. A connection *reset* is a plain `ServerError`.
+    """
+
+
 class PermanentJudgeError(JudgeError):
     """Retrying cannot help (bad request, authentication, context length exceeded)."""
+
+
+class ProviderUnusable(PermanentJudgeError):
+    """Retrying cannot help, and no other call will fare better: the provider is unusable.
+
+    Wrong or missing key (401), no access (403), unknown model or wrong path (404), a base URL
+    without a scheme, a host that does not resolve. The engine does not retry these, and after
+    ``stop_after`` identical ones (same ``cause``) with no success in between it stops sending
+    calls: the run ends early with one line naming the cause and the fix. A permanent error that
+    belongs to one request (a prompt too long for the model: HTTP 400) is a plain
+    `PermanentJudgeError`: it fails that call only.
+    """
 
 
 def _status_of(exc: BaseException) -> int | None:
@@ -146,30 +190,109 @@ def _retry_after_of(exc: BaseException) -> float | None:
         return None
 
 
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it wraps (``__cause__``/``__context__``), innermost last.
+
+    SDKs wrap transport errors (the openai SDK's ``APIConnectionError`` wraps httpx's
+    ``ConnectError``, which wraps ``ConnectionRefusedError``): the useful fact is often inside.
+    """
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen and len(seen) < 10:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+_REFUSED = ("connection refused", "errno 111", "econnrefused", "actively refused")
+_UNRESOLVED = (
+    "name or service not known",
+    "nodename nor servname",
+    "temporary failure in name resolution",
+    "getaddrinfo failed",
+    "no address associated",
+)
+_NO_SCHEME = ("missing an 'http://' or 'https://' protocol", "unsupportedprotocol")
+
+
 def classify_error(exc: BaseException) -> JudgeError | None:
     """The engine's error class for a provider exception, or None when it cannot tell.
 
     Framework adapters (LangChain, LlamaIndex, ...) see exceptions from SDKs ragbridge does not
     import (openai, anthropic, httpx, ...), so they are told apart by duck typing: a status code
     on the exception or its ``response`` (429 → `RateLimited` with the ``Retry-After`` header,
-    5xx → `ServerError`, other 4xx → `PermanentJudgeError`), and class names for timeouts,
-    rate limits and lost connections. One mapping for every adapter, so they retry alike.
+    5xx → `ServerError`, 401/403/404 → `ProviderUnusable`, other 4xx → `PermanentJudgeError`),
+    and class names and messages along the exception chain for timeouts, rate limits, refused
+    connections, unresolvable hosts and lost connections. One mapping for every adapter, so they
+    retry — and stop — alike. Each result carries a ``cause`` and a ``hint`` (see `JudgeError`).
     """
-    names = {cls.__name__.lower() for cls in type(exc).__mro__}
+    chain = _chain(exc)
+    names = {cls.__name__.lower() for e in chain for cls in type(e).__mro__}
+    text = " | ".join(f"{type(e).__name__}: {e}" for e in chain).lower()
     message = f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, TimeoutError) or any("timeout" in n for n in names):
-        return JudgeTimeout(message)
     status = _status_of(exc)
-    text = str(exc).lower()
+    if status is None and (
+        any(n in {"unsupportedprotocol", "invalidurl"} for n in names)
+        or any(s in text for s in _NO_SCHEME)
+    ):
+        return ProviderUnusable(
+            message,
+            cause="the base URL is not a valid http(s) URL",
+            hint="the base URL must start with http:// or https://",
+        )
+    if status is None and (
+        any(n == "gaierror" for n in names) or any(s in text for s in _UNRESOLVED)
+    ):
+        return ProviderUnusable(
+            message, cause="the host name does not resolve", hint="check the host in the base URL"
+        )
+    if status is None and (
+        any(n == "connectionrefusederror" for n in names) or any(s in text for s in _REFUSED)
+    ):
+        return ConnectionRefused(
+            message, cause="connection refused", hint="is the server at the base URL running?"
+        )
+    if isinstance(exc, TimeoutError) or any("timeout" in n for n in names):
+        return JudgeTimeout(message, cause="timeout", hint="the server is slow or hung")
     rate_limited = any("ratelimit" in n for n in names) or "rate limit" in text
     if status == 429 or (status is None and rate_limited) or "rate_limit" in text:
-        return RateLimited(message, retry_after=_retry_after_of(exc))
+        if "insufficient_quota" in text or "exceeded your current quota" in text:
+            return ProviderUnusable(
+                message, cause="429 quota exceeded", hint="the account has no quota left"
+            )
+        return RateLimited(
+            message,
+            retry_after=_retry_after_of(exc),
+            cause="429 rate limited",
+            hint="lower the concurrency, or check the account's rate limits",
+        )
     if status is not None and status >= 500:
-        return ServerError(message)
+        return ServerError(message, cause=f"HTTP {status}", hint="the provider keeps failing")
+    if status in _UNUSABLE:
+        cause, hint = _UNUSABLE[status]
+        if status == 404 and "model" in text:
+            cause, hint = "404 unknown model", "unknown model: check the model name"
+        return ProviderUnusable(message, cause=cause, hint=hint)
     if status is not None and 400 <= status < 500:
         return PermanentJudgeError(message)
     if isinstance(exc, ConnectionError) or any(
         "connection" in n or n in {"connecterror", "remoteprotocolerror"} for n in names
     ):
-        return ServerError(message)
+        return ServerError(message, cause="connection lost", hint="the connection keeps failing")
     return None
+
+
+_UNUSABLE: dict[int, tuple[str, str]] = {
+    401: ("401 Unauthorized", "check the API key"),
+    403: ("403 Forbidden", "the API key has no access to this model or endpoint"),
+    404: ("404 Not Found", "check the base URL (it usually ends in /v1) and the model name"),
+}
+
+
+attempt_timeout: ContextVar[float | None] = ContextVar("ragbridge_attempt_timeout", default=None)
+"""Seconds the engine allows the current call attempt (None: no engine, or no limit).
+
+The engine sets it around every provider call, so an adapter with its own transport timeout
+(an HTTP client's) can follow the engine's instead of outliving it: ``timeout=None`` in
+`ragbridge.adapters.openai` means exactly that.
+"""

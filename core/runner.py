@@ -5,8 +5,11 @@ the function, never shadowed by a submodule of the same name.)
 
 Samples are streamed: at most a window of samples is in progress at once, so memory grows with
 the results, not with the input. All metrics of one sample share a `MetricContext` (claims are
-extracted once); all samples share one `JudgeEngine`, whose semaphore is the only concurrency
-limit on judge calls. Results are added in input order whatever order they finish in.
+extracted once); all samples share one `JudgeEngine` and one `EmbeddingEngine`, whose shared
+in-flight cap is the only concurrency limit on provider calls. Results are added in input order
+whatever order they finish in. When the judge or embedder turns out unusable (a wrong key, an
+unknown model, nothing listening), no further samples are started and the run says why in
+``evaluation.metadata["aborted"]``.
 
 ``evaluate`` is the synchronous form and also works inside a running event loop (Jupyter): the
 run then happens on a worker thread with its own loop.
@@ -24,14 +27,27 @@ from typing import Any, TypeVar
 
 from .cache import Cache, open_cache
 from .engine import EmbeddingEngine, JudgeEngine, Price, cost_of
+from .id_check import note_id_warnings
 from .judge import Embedder, EntailmentModel, Judge
+from .limits import Slots
 from .metrics.base import Metric, MetricContext
 from .results import Evaluation, Score, Usage
 from .sample import Sample
+from .settings import Settings
 
 T = TypeVar("T")
 
-__all__ = ["Estimate", "aevaluate", "estimate", "evaluate", "resolve_metrics", "shared_tags"]
+__all__ = [
+    "Engines",
+    "Estimate",
+    "Settings",
+    "aevaluate",
+    "build_engines",
+    "estimate",
+    "evaluate",
+    "resolve_metrics",
+    "shared_tags",
+]
 
 Progress = Callable[[int, int | None], Any]
 """Called as ``progress(done, total)`` after each sample; ``total`` is None for a stream."""
@@ -104,6 +120,7 @@ async def aevaluate(
     samples: Iterable[Sample],
     metrics: Iterable[Metric | str],
     *,
+    settings: Settings | None = None,
     judge: Judge | JudgeEngine | None = None,
     embedder: Embedder | EmbeddingEngine | None = None,
     nli: EntailmentModel | None = None,
@@ -116,41 +133,46 @@ async def aevaluate(
     window: int | None = None,
 ) -> Evaluation:
     """Score every metric on every sample; see `evaluate` for the arguments."""
+    config = Settings.merged(
+        settings,
+        judge=judge,
+        embedder=embedder,
+        nli=nli,
+        cache=cache,
+        max_concurrency=max_concurrency,
+        timeout=timeout,
+        max_retries=max_retries,
+        price=price,
+    )
     resolved = resolve_metrics(metrics)
-    store = open_cache(cache)
-    engine = _judge_engine(judge, store, max_concurrency, timeout, max_retries, price)
-    if embedder is None and any(m.needs_embedder and m.provider != "llm" for m in resolved):
-        embedder = default_embedder()
-    embed_engine = _embed_engine(embedder, store)
+    engines = build_engines(config, resolved)
+    engine, embed_engine = engines.judge, engines.embedder
     total = len(samples) if isinstance(samples, Sequence) else None
-    limit = window or max(16, 4 * max_concurrency)
-    evaluation = Evaluation(metadata=_metadata(resolved, engine, embed_engine, max_concurrency))
+    limit = window or max(16, 4 * config.max_concurrency)
+    evaluation = Evaluation(
+        metadata=_metadata(resolved, engine, embed_engine, config.max_concurrency)
+    )
     tags = shared_tags(resolved)
 
     async def one(sample: Sample) -> tuple[Sample, list[Score]]:
-        ctx = MetricContext(judge=engine, embedder=embed_engine, nli=nli, shared_tags=tags)
+        ctx = MetricContext(judge=engine, embedder=embed_engine, nli=config.nli, shared_tags=tags)
         return sample, list(await asyncio.gather(*(m.score(sample, ctx) for m in resolved)))
 
     done = 0
     seen: set[str] = set()
-    async for sample, scores in _ordered(map(one, _unique(samples, seen)), limit):
-        for metric, score in zip(resolved, scores, strict=True):
-            evaluation.add(sample.id, metric.name, score)
-        done += 1
-        if progress is not None:
-            progress(done, total)
-    if engine is not None:
-        evaluation.metadata["judge_stats"] = {
-            "calls": engine.stats.calls,
-            "cached": engine.stats.cached,
-            "retries": engine.stats.retries,
-            "failures": engine.stats.failures,
-            "max_in_flight": engine.stats.max_in_flight,
-        }
-        spent = evaluation.usage()
-        cost = cost_of(spent, engine.price)
-        if cost is not None:
-            evaluation.metadata["cost_usd"] = round(cost, 6)
+    try:
+        async for sample, scores in _ordered(
+            map(one, _unique(samples, seen)), limit, stop=engines.stopped
+        ):
+            for metric, score in zip(resolved, scores, strict=True):
+                evaluation.add(sample.id, metric.name, score)
+            done += 1
+            if progress is not None:
+                progress(done, total)
+    finally:
+        engines.close()
+    engines.record(evaluation)
+    note_id_warnings(evaluation)
     return evaluation
 
 
@@ -158,6 +180,7 @@ def evaluate(
     samples: Iterable[Sample],
     metrics: Iterable[Metric | str],
     *,
+    settings: Settings | None = None,
     judge: Judge | JudgeEngine | None = None,
     embedder: Embedder | EmbeddingEngine | None = None,
     nli: EntailmentModel | None = None,
@@ -171,18 +194,28 @@ def evaluate(
 ) -> Evaluation:
     """Score ``metrics`` on ``samples`` and return the sample × metric `Evaluation`.
 
-    ``metrics`` are `Metric` objects or names (``"faithfulness"``, ``"recall@5"``). ``judge`` and
-    ``embedder`` are protocol implementations (or pre-built engines); offline-provider metrics
-    given no embedder use `ragbridge.adapters.local.LocalEmbedder` (the ``local`` extra), and
-    ``nli`` is the `EntailmentModel` of the ``nli`` provider. ``cache`` is an SQLite path,
-    a `Cache`, or None. ``max_concurrency`` caps judge calls in flight; ``timeout`` is per call
-    attempt and ``max_retries`` the retry budget per call. ``price`` turns usage into cost
-    (``evaluation.metadata["cost_usd"]``). Nothing raised by a judge or metric escapes: every
-    cell is a value, a typed failure or a skip.
+    ``metrics`` are `Metric` objects or names (``"faithfulness"``, ``"recall@5"``). How models
+    are called is one `Settings` value (``settings=Settings(judge=..., timeout=10)``); the
+    keyword arguments ``judge``, ``embedder``, ``nli``, ``cache``, ``max_concurrency``,
+    ``timeout``, ``max_retries`` and ``price`` are the older spelling of the same fields (giving
+    one both ways is an error). ``judge`` and ``embedder`` are protocol implementations (or
+    pre-built engines); offline-provider metrics given no embedder use
+    `ragbridge.adapters.local.LocalEmbedder` (the ``local`` extra), and ``nli`` is the
+    `EntailmentModel` of the ``nli`` provider. ``cache`` is an SQLite path, a `Cache`, or None.
+    ``max_concurrency`` caps provider calls in flight (judge and embedder together);
+    ``timeout`` is per call attempt and ``max_retries`` the retry budget per call. ``price``
+    turns usage into cost (``evaluation.metadata["cost_usd"]``).
+
+    Nothing raised by a judge or metric escapes: every cell is a value, a typed failure or a
+    skip. When the judge or embedder is unusable (``Settings.stop_after`` identical failures
+    such as a 401), no further samples are started, calls not sent are
+    ``Failure(cancelled, "not sent: ...")``, and ``evaluation.metadata["aborted"]`` holds one
+    line naming the cause and the fix.
     """
     coro = aevaluate(
         samples,
         metrics,
+        settings=settings,
         judge=judge,
         embedder=embedder,
         nli=nli,
@@ -196,6 +229,110 @@ def evaluate(
     )
     result: Evaluation = run_sync(coro)
     return result
+
+
+@dataclass
+class Engines:
+    """The judge and embedding engines of one run (or one `Scorer`), built from `Settings`.
+
+    They share one in-flight cap (`ragbridge.core.limits.Slots`), so ``max_concurrency`` holds
+    for judge and embedding calls together; each has its own `Breaker`.
+    """
+
+    settings: Settings
+    judge: JudgeEngine | None
+    embedder: EmbeddingEngine | None
+    cache: Cache | None = None
+    owns_cache: bool = False
+    """Whether the cache was opened here (from a path): then `close` closes it."""
+
+    def close(self) -> None:
+        """Close a cache this object opened (a `Cache` passed in stays the caller's)."""
+        if self.owns_cache and self.cache is not None:
+            self.cache.close()
+
+    def stopped(self) -> bool:
+        """Whether the judge or the embedder is unusable: start no further samples."""
+        return any(e is not None and e.breaker.tripped for e in (self.judge, self.embedder))
+
+    def aborted(self) -> str | None:
+        """The one line saying why the run stopped early, or None."""
+        lines = [e.breaker.line for e in (self.judge, self.embedder) if e is not None]
+        found = [line for line in lines if line]
+        return "; ".join(found) or None
+
+    def record(self, evaluation: Evaluation) -> None:
+        """Put the engines' counts, the cost and the abort line into the run's metadata."""
+        if self.judge is not None:
+            stats = self.judge.stats
+            evaluation.metadata["judge_stats"] = {
+                "calls": stats.calls,
+                "cached": stats.cached,
+                "retries": stats.retries,
+                "failures": stats.failures,
+                "refused": stats.refused,
+                "max_in_flight": stats.max_in_flight,
+            }
+            cost = cost_of(evaluation.usage(), self.judge.price)
+            if cost is not None:
+                evaluation.metadata["cost_usd"] = round(cost, 6)
+        if self.embedder is not None:
+            stats = self.embedder.stats
+            evaluation.metadata["embedding_stats"] = {
+                "calls": stats.calls,
+                "cached_texts": stats.cached,
+                "retries": stats.retries,
+                "failures": stats.failures,
+                "refused": stats.refused,
+            }
+        engines = (self.judge, self.embedder)
+        slots = next((e.slots for e in engines if e is not None and e.slots is not None), None)
+        if slots is not None:
+            evaluation.metadata["max_in_flight"] = slots.max_in_flight
+        aborted = self.aborted()
+        if aborted is not None:
+            evaluation.metadata["aborted"] = aborted
+
+
+def build_engines(settings: Settings, metrics: Sequence[Metric]) -> Engines:
+    """The engines ``settings`` describe, with the default embedder when a metric needs one.
+
+    A pre-built engine is used as given; a plain embedder joins the judge engine's in-flight
+    cap (`Slots`), or a new one of ``max_concurrency`` when there is no judge engine.
+    """
+    store = open_cache(settings.cache)
+    judge = settings.judge
+    engine: JudgeEngine | None
+    if judge is None or isinstance(judge, JudgeEngine):
+        engine = judge
+    else:
+        engine = JudgeEngine(
+            judge,
+            max_concurrency=settings.max_concurrency,
+            timeout=settings.timeout,
+            max_retries=settings.max_retries,
+            cache=store,
+            price=settings.price,
+            stop_after=settings.stop_after,
+        )
+    embedder = settings.embedder
+    if embedder is None and any(m.needs_embedder and m.provider != "llm" for m in metrics):
+        embedder = default_embedder()
+    embed_engine: EmbeddingEngine | None
+    if embedder is None or isinstance(embedder, EmbeddingEngine):
+        embed_engine = embedder
+    else:
+        slots = engine.slots if engine is not None else Slots(settings.max_concurrency)
+        embed_engine = EmbeddingEngine(
+            embedder,
+            cache=store,
+            timeout=settings.timeout,
+            max_retries=settings.max_retries,
+            slots=slots,
+            stop_after=settings.stop_after,
+        )
+    owns = store is not None and store is not settings.cache
+    return Engines(settings, engine, embed_engine, store, owns)
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
@@ -222,13 +359,21 @@ def _unique(samples: Iterable[Sample], seen: set[str]) -> Iterable[Sample]:
         yield sample
 
 
-async def _ordered(coros: Iterable[Any], limit: int) -> AsyncIterator[Any]:
-    """Run at most ``limit`` coroutines at once; yield their results in input order."""
+async def _ordered(
+    coros: Iterable[Any], limit: int, stop: Callable[[], bool] | None = None
+) -> AsyncIterator[Any]:
+    """Run at most ``limit`` coroutines at once; yield their results in input order.
+
+    Once ``stop()`` is true no further coroutine is started; those already running finish
+    (their provider calls are refused at once, so they finish fast).
+    """
     pending: list[asyncio.Task[Any]] = []
     iterator = iter(coros)
     exhausted = False
     try:
         while True:
+            if stop is not None and stop():
+                exhausted = True
             while not exhausted and len(pending) < limit:
                 try:
                     pending.append(asyncio.ensure_future(next(iterator)))
@@ -240,34 +385,6 @@ async def _ordered(coros: Iterable[Any], limit: int) -> AsyncIterator[Any]:
     finally:
         for task in pending:
             task.cancel()
-
-
-def _judge_engine(
-    judge: Judge | JudgeEngine | None,
-    cache: Cache | None,
-    max_concurrency: int,
-    timeout: float | None,
-    max_retries: int,
-    price: Price | None,
-) -> JudgeEngine | None:
-    if judge is None or isinstance(judge, JudgeEngine):
-        return judge
-    return JudgeEngine(
-        judge,
-        max_concurrency=max_concurrency,
-        timeout=timeout,
-        max_retries=max_retries,
-        cache=cache,
-        price=price,
-    )
-
-
-def _embed_engine(
-    embedder: Embedder | EmbeddingEngine | None, cache: Cache | None
-) -> EmbeddingEngine | None:
-    if embedder is None or isinstance(embedder, EmbeddingEngine):
-        return embedder
-    return EmbeddingEngine(embedder, cache=cache)
 
 
 def _metadata(

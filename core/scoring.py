@@ -17,20 +17,15 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .cache import Cache, open_cache
+from .cache import Cache
 from .engine import EmbeddingEngine, JudgeEngine, Price
+from .id_check import IdCheck
 from .judge import Embedder, EntailmentModel, Judge
 from .metrics.base import Metric, MetricContext
 from .results import Score
-from .runner import (
-    _embed_engine,
-    _judge_engine,
-    default_embedder,
-    resolve_metrics,
-    run_sync,
-    shared_tags,
-)
+from .runner import build_engines, resolve_metrics, run_sync, shared_tags
 from .sample import Sample
+from .settings import Settings
 
 __all__ = ["Scorer", "explain", "run_sync"]
 
@@ -39,7 +34,8 @@ class Scorer:
     """Scores a fixed set of metrics on one `Sample` per call, sync or async.
 
     ``metrics`` are `Metric` objects or names (``"faithfulness"``, ``"faithfulness:offline"``,
-    ``"recall@5"``); the other arguments mean what they mean in `ragbridge.core.evaluate`.
+    ``"recall@5"``); ``settings`` (or the older keyword arguments) mean what they mean in
+    `ragbridge.core.evaluate`.
     The judge engine is built once, so its in-flight cap holds across concurrent async calls
     on one event loop and its cache serves every record.
     """
@@ -48,6 +44,7 @@ class Scorer:
         self,
         metrics: Iterable[Metric | str],
         *,
+        settings: Settings | None = None,
         judge: Judge | JudgeEngine | None = None,
         embedder: Embedder | EmbeddingEngine | None = None,
         nli: EntailmentModel | None = None,
@@ -57,23 +54,39 @@ class Scorer:
         max_retries: int = 4,
         price: Price | None = None,
     ) -> None:
+        self.settings = Settings.merged(
+            settings,
+            judge=judge,
+            embedder=embedder,
+            nli=nli,
+            cache=cache,
+            max_concurrency=max_concurrency,
+            timeout=timeout,
+            max_retries=max_retries,
+            price=price,
+        )
         self.metrics: list[Metric] = resolve_metrics(metrics)
         names = [m.name for m in self.metrics]
         if len(set(names)) != len(names):
             raise ValueError(f"metric names must be unique, got {names}")
-        self.cache = open_cache(cache)
-        self.judge = _judge_engine(judge, self.cache, max_concurrency, timeout, max_retries, price)
         needs_judge = [m.name for m in self.metrics if m.needs_judge]
-        if needs_judge and self.judge is None:
+        if needs_judge and self.settings.judge is None:
             raise ValueError(
                 f"{', '.join(needs_judge)} need a judge: pass judge=..., or use an offline "
                 f"provider where one exists, e.g. '{needs_judge[0].split(':')[0]}:offline'"
             )
-        if embedder is None and any(m.needs_embedder and m.provider != "llm" for m in self.metrics):
-            embedder = default_embedder()
-        self.embedder = _embed_engine(embedder, self.cache)
-        self.nli = nli
+        self.engines = build_engines(self.settings, self.metrics)
+        self.cache = self.engines.cache
+        self.judge = self.engines.judge
+        self.embedder = self.engines.embedder
+        self.nli = self.settings.nli
         self._tags = shared_tags(self.metrics)
+        self.id_check = IdCheck()
+
+    @property
+    def aborted(self) -> str | None:
+        """Why calls are no longer sent (judge or embedder unusable), or None; see `Settings`."""
+        return self.engines.aborted()
 
     @property
     def names(self) -> list[str]:
@@ -87,7 +100,14 @@ class Scorer:
             judge=self.judge, embedder=self.embedder, nli=self.nli, shared_tags=self._tags
         )
         scores = await asyncio.gather(*(m.score(sample, ctx) for m in self.metrics))
+        self.id_check.add_scores(sample.id, scores)
         return dict(zip(self.names, scores, strict=True))
+
+    @property
+    def warnings(self) -> list[str]:
+        """Run-level warnings over the records scored so far (ids that never match labels)."""
+        found = self.id_check.warning()
+        return [] if found is None else [found]
 
     def score(self, sample: Sample) -> dict[str, Score]:
         """The sync form; safe to call from inside a running event loop (e.g. Jupyter)."""

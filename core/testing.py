@@ -7,6 +7,9 @@
   the largest number of calls in flight — for budgets, caps and wall-time benchmarks. Prompts that
   pass no schema but state a JSON Schema in their text (as other frameworks' prompts do, parsing
   the reply themselves) get a minimal JSON instance of that schema (`minimal_json`).
+* `minimal_reply` / `wrong_reply` are the reply texts a fake HTTP server (which sees only the
+  messages) sends: one that fits the request, and one that parses but does not (a verdict too
+  many, a context number that was never shown) — what the engine's reply checks must catch.
 * `HashEmbedder` embeds text deterministically by hashing words into a small vector, so texts
   that share words are similar: enough to exercise embedding-based metrics without a model.
 """
@@ -35,9 +38,12 @@ __all__ = [
     "HashEmbedder",
     "RecordedCall",
     "ScriptedJudge",
+    "block_counts",
     "find_json_schema",
     "minimal_instance",
     "minimal_json",
+    "minimal_reply",
+    "wrong_reply",
 ]
 
 _TAG = re.compile(r"\[ragbridge task: (?P<id>[\w.\-]+) v(?P<version>[\w.\-]+)\]")
@@ -134,8 +140,9 @@ class CountingJudge:
     List fields get one item per numbered block (CONTEXT/CLAIM/STATEMENT) in the prompt, so
     per-item verdicts line up with what was asked; otherwise ``list_length`` items.
 
-    Without a ``schema``, the reply is a minimal JSON instance of the first JSON Schema stated in
-    the prompt text (`find_json_schema`), or ``"ok"`` when the prompt states none.
+    Without a ``schema``, a ragbridge prompt (one with a task tag) is answered for its template's
+    schema; any other prompt with a minimal JSON instance of the first JSON Schema stated in its
+    text (`find_json_schema`), or ``"ok"`` when it states none (see `minimal_reply`).
     """
 
     model: str = "counting-judge"
@@ -159,18 +166,7 @@ class CountingJudge:
         try:
             if self.delay:
                 await asyncio.sleep(self.delay)
-            # Count blocks over the whole conversation: a repair re-ask has none of its own.
-            asked = "\n".join(m.get("content", "") for m in messages if m.get("role") == "user")
-            blocks = {(m["label"], m["n"]) for m in _BLOCK.finditer(asked)}
-            counts: dict[str, int] = {}
-            for label, _ in blocks:
-                counts[label] = counts.get(label, 0) + 1
-            length = max(counts.values(), default=self.list_length)
-            if schema is not None:
-                text = minimal_instance(schema, length, counts).model_dump_json()
-            else:
-                stated = find_json_schema(asked)
-                text = "ok" if stated is None else json.dumps(minimal_json(stated, length))
+            text = minimal_reply(messages, schema, self.list_length)
             prompt = sum(_tokens(m.get("content", "")) for m in messages)
             completion = _tokens(text)
             self.prompt_tokens += prompt
@@ -180,6 +176,83 @@ class CountingJudge:
             )
         finally:
             self.in_flight -= 1
+
+
+def block_counts(messages: Sequence[Message]) -> dict[str, int]:
+    """How many numbered blocks of each label (CONTEXT, CLAIM, STATEMENT) a prompt shows.
+
+    Counted over every user message of the conversation: a repair re-ask has none of its own.
+    """
+    asked = "\n".join(m.get("content", "") for m in messages if m.get("role") == "user")
+    blocks = {(m["label"], m["n"]) for m in _BLOCK.finditer(asked)}
+    counts: dict[str, int] = {}
+    for label, _ in blocks:
+        counts[label] = counts.get(label, 0) + 1
+    return counts
+
+
+def _schema_of(messages: Sequence[Message]) -> type[BaseModel] | None:
+    """The reply schema of a ragbridge prompt, found from its task tag (None for others)."""
+    task = task_of(messages)
+    if task is None:
+        return None
+    from .prompts import get
+
+    try:
+        return get(task).schema
+    except KeyError:
+        return None
+
+
+def minimal_reply(
+    messages: Sequence[Message], schema: type[BaseModel] | None = None, list_length: int = 1
+) -> str:
+    """The text of a minimal reply that is right for the request (what `CountingJudge` says).
+
+    The schema is ``schema``, else the registered template's (from the prompt's task tag), else
+    the first JSON Schema stated in the prompt text (``"ok"`` when there is none). Lists aligned
+    with numbered blocks get one item per block, so the reply passes the request's checks too.
+    A fake HTTP server, which sees only the messages, answers ragbridge prompts this way.
+    """
+    counts = block_counts(messages)
+    length = max(counts.values(), default=list_length)
+    model = schema or _schema_of(messages)
+    if model is not None:
+        return minimal_instance(model, length, counts).model_dump_json()
+    asked = "\n".join(m.get("content", "") for m in messages if m.get("role") == "user")
+    stated = find_json_schema(asked)
+    return "ok" if stated is None else json.dumps(minimal_json(stated, length))
+
+
+def wrong_reply(messages: Sequence[Message], schema: type[BaseModel] | None = None) -> str:
+    """A reply that is valid JSON for the schema but wrong for this request.
+
+    Lists aligned with numbered blocks get one item too many (a verdict count that differs
+    from the claim count), every cited context number points one past the last context, and
+    generated questions are left empty. For tests of reply validation: the engine must
+    re-ask, never accept or cache such a reply.
+    """
+    model = schema or _schema_of(messages)
+    if model is None:
+        return minimal_reply(messages, schema)
+    counts = block_counts(messages)
+    off_by_one = {label: n + 1 for label, n in counts.items()} or {"CONTEXT": 2, "CLAIM": 2}
+    value: Any = minimal_instance(model, 1, off_by_one).model_dump()
+    beyond = counts.get("CONTEXT", 0) + 1
+
+    def spoil(node: Any) -> Any:
+        if isinstance(node, dict):
+            out = {k: spoil(v) for k, v in node.items()}
+            if "context" in out and (out["context"] is None or isinstance(out["context"], int)):
+                out["context"] = beyond
+            if isinstance(out.get("questions"), list):
+                out["questions"] = []
+            return out
+        if isinstance(node, list):
+            return [spoil(v) for v in node]
+        return node
+
+    return json.dumps(spoil(value))
 
 
 def minimal_instance(

@@ -293,8 +293,10 @@ def test_file_uses_wal_and_expected_schema(db: Path) -> None:
         "prompt_tokens",
         "completion_tokens",
         "created",
+        "template_version",
+        "facts",
     ]
-    assert embeddings == ["model", "text_hash", "dim", "vector"]
+    assert embeddings == ["model", "text_hash", "dim", "vector", "created"]
     assert version == (str(SCHEMA_VERSION),)
 
 
@@ -467,3 +469,74 @@ def test_default_cache_path_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
 
     monkeypatch.setenv("RAGBRIDGE_CACHE_DIR", str(tmp_path / "mine"))
     assert default_cache_path() == tmp_path / "mine" / "cache.sqlite"
+
+
+# ---------------------------------------------------------------- inspection and pruning
+
+_OLD_LAYOUT = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
+INSERT INTO meta VALUES ('schema_version', '1');
+CREATE TABLE replies (key TEXT PRIMARY KEY, model TEXT, template_id TEXT, text TEXT,
+    prompt_tokens INT, completion_tokens INT, created REAL);
+CREATE TABLE embeddings (model TEXT, text_hash TEXT, dim INT, vector BLOB,
+    PRIMARY KEY (model, text_hash));
+INSERT INTO replies VALUES ('old', 'gpt-x', 'faithfulness.verify', '{"verdicts": []}', 5, 6, 1.0);
+"""
+
+
+def test_a_file_of_the_first_layout_gains_the_new_columns_and_keeps_its_rows(db: Path) -> None:
+    with closing(sqlite3.connect(db)) as raw, raw:
+        raw.executescript(_OLD_LAYOUT)
+    with Cache(db) as cache:
+        assert cache.get_reply("old") == CachedReply('{"verdicts": []}', 5, 6)
+        (row,) = cache.reply_rows()
+        assert (row.template_version, row.facts, row.created) == (None, None, 1.0)
+        cache.put_embeddings("m", ["a"], [[1.0, 2.0]])
+        (group,) = cache.groups().embeddings
+        assert group.unknown_age == 0
+    with closing(sqlite3.connect(db)) as raw, raw:
+        columns = [r[1] for r in raw.execute("PRAGMA table_info(replies)")]
+    assert columns[-2:] == ["template_version", "facts"]
+
+
+def test_replies_keep_their_template_version_and_facts(db: Path) -> None:
+    with Cache(db) as cache:
+        cache.put_reply(
+            "k",
+            CachedReply("t"),
+            model="gpt-x",
+            template_id="faithfulness.verify",
+            template_version="1",
+            facts={"CLAIM": 3, "CONTEXT": 2},
+        )
+        cache.put_reply("plain", CachedReply("u"), model="gpt-x", template_id="deepeval")
+        rows = {r.key: r for r in cache.reply_rows()}
+    assert rows["k"].template_version == "1"
+    assert rows["k"].facts == {"CLAIM": 3, "CONTEXT": 2}
+    assert rows["plain"].template_version is None
+    assert rows["plain"].facts is None
+
+
+def test_groups_delete_and_age_pruning(db: Path) -> None:
+    with Cache(db) as cache:
+        for i, version in enumerate(["1", "1", "2"]):
+            cache.put_reply(
+                f"k{i}", CachedReply("abc"), model="m", template_id="t", template_version=version
+            )
+        cache.put_embeddings("e", ["a", "b"], [[1.0, 0.0], [0.0, 1.0]])
+        groups = cache.groups()
+        assert [(g.template_version, g.count, g.text_bytes) for g in groups.replies] == [
+            ("1", 2, 6),
+            ("2", 1, 3),
+        ]
+        assert [(g.model, g.dim, g.count, g.vector_bytes) for g in groups.embeddings] == [
+            ("e", 2, 2, 16)
+        ]
+        assert cache.delete_replies(["k0", "missing"]) == 1
+        with closing(sqlite3.connect(db)) as raw, raw:
+            raw.execute("UPDATE replies SET created = 100.0 WHERE key = 'k1'")
+            raw.execute("UPDATE embeddings SET created = 100.0 WHERE text_hash IS NOT NULL")
+        assert cache.delete_older_than(1000.0) == (1, 2)
+        assert [r.key for r in cache.reply_rows()] == ["k2"]
+        cache.vacuum()
+        assert cache.stats().replies == 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -253,6 +254,34 @@ def test_cache_makes_the_second_run_free_and_versions_invalidate(tmp_path: Path)
     assert len(judge.calls) == 2
 
 
+def test_identical_requests_in_flight_at_once_cost_one_call(tmp_path: Path) -> None:
+    judge = ScriptedJudge({"*": GOOD}, delay=0.05)
+    engine = JudgeEngine(judge, cache=Cache(tmp_path / "c.sqlite"), max_concurrency=4)
+
+    async def three() -> list[Any]:
+        return list(await asyncio.gather(_ask(engine), _ask(engine), _ask(engine, "fire hot")))
+
+    first, second, other = run(three())
+    assert len(judge.calls) == 2  # one per distinct prompt, whichever finishes first
+    assert first.usage.calls == 1
+    assert second.usage == Usage(cached_calls=1)
+    assert second.value == first.value
+    assert other.usage.calls == 1
+
+
+def test_a_failed_request_in_flight_is_not_shared(tmp_path: Path) -> None:
+    judge = ScriptedJudge({"*": [PermanentJudgeError("boom"), GOOD]}, delay=0.05)
+    engine = JudgeEngine(judge, cache=Cache(tmp_path / "c.sqlite"))
+
+    async def two() -> list[Any]:
+        return list(await asyncio.gather(_ask(engine), _ask(engine)))
+
+    first, second = run(two())
+    assert first.failure is not None
+    assert second.ok  # the follower made its own call rather than inherit the failure
+    assert len(judge.calls) == 2
+
+
 def test_failures_are_not_cached(tmp_path: Path) -> None:
     cache = Cache(tmp_path / "c.sqlite")
     judge = ScriptedJudge({"*": [PermanentJudgeError("boom"), GOOD]})
@@ -349,3 +378,306 @@ def test_free_text_requests_get_retries_and_the_cache(tmp_path: Path) -> None:
     assert gave_up.failure is not None
     assert gave_up.failure.kind is FailureKind.PARSE_ERROR
     assert "non-empty text" in gave_up.failure.message
+
+
+# --------------------------------------------------------------------------- reply validation
+
+
+class Items(BaseModel):
+    """A reply with one item per CLAIM block, each citing a context."""
+
+    items: list[Verdict]
+
+
+def _count_check(expected: int):  # type: ignore[no-untyped-def]
+    """A validator with ``facts`` (as `PromptTemplate.checker` builds them)."""
+
+    def check(reply: Items) -> str | None:
+        got = len(reply.items)
+        return None if got == expected else f"expected {expected} items, got {got}"
+
+    check.facts = {"CLAIM": expected}  # type: ignore[attr-defined]
+    return check
+
+
+def _ask_items(engine: JudgeEngine, validate, question: str = "q"):  # type: ignore[no-untyped-def]
+    return engine.ask(
+        TEMPLATE.render(question=question),
+        Items,
+        template_id="test.items",
+        template_version="1",
+        validate=validate,
+    )
+
+
+ONE = {"items": [GOOD]}
+TWO = {"items": [GOOD, GOOD]}
+
+
+def test_a_reply_that_parses_but_fails_its_request_is_repaired_quoting_the_problem() -> None:
+    judge = ScriptedJudge({"*": [TWO, ONE]})
+    result = run(_ask_items(JudgeEngine(judge), _count_check(1)))
+    assert result.value == Items(items=[Verdict(**GOOD)])
+    repair = judge.calls[1].messages
+    assert "could not be used: expected 1 items, got 2" in repair[-1]["content"]
+    assert result.usage.calls == 2
+
+
+def test_a_reply_still_wrong_for_its_request_is_a_parse_error_naming_the_task() -> None:
+    judge = ScriptedJudge({"*": TWO})
+    engine = JudgeEngine(judge, max_retries=1, sleep=Sleeps())
+    result = run(_ask_items(engine, _count_check(1)))
+    assert result.failure is not None
+    assert result.failure.kind is FailureKind.PARSE_ERROR
+    assert result.failure.message.startswith("test.items: expected 1 items, got 2; reply: ")
+    assert len(judge.calls) == 4  # attempt, repair, fresh attempt (retry), its repair
+
+
+def test_a_validator_that_raises_rejects_the_reply_not_the_run() -> None:
+    def broken(reply: Items) -> str | None:
+        raise IndexError("list index out of range")
+
+    result = run(_ask_items(JudgeEngine(ScriptedJudge({"*": ONE}), max_retries=0), broken))
+    assert result.failure is not None
+    assert "could not be checked (IndexError" in result.failure.message
+
+
+def test_a_reply_that_failed_validation_is_never_cached(tmp_path: Path) -> None:
+    cache = Cache(tmp_path / "c.sqlite")
+    wrong = ScriptedJudge({"*": TWO})
+    assert run(_ask_items(JudgeEngine(wrong, cache=cache, max_retries=0), _count_check(1))).failure
+    assert cache.stats().replies == 0
+    right = ScriptedJudge({"*": ONE})
+    assert run(_ask_items(JudgeEngine(right, cache=cache), _count_check(1))).ok
+    assert len(right.calls) == 1  # nothing stale was served from the cache
+    (row,) = cache.reply_rows()
+    assert row.facts == {"CLAIM": 1}  # stored so `ragbridge cache prune --failed` can recheck
+    assert row.template_id == "test.items"
+    assert row.template_version == "1"
+
+
+def test_an_old_cached_reply_that_fails_todays_check_is_a_miss_and_is_replaced(
+    tmp_path: Path,
+) -> None:
+    cache = Cache(tmp_path / "c.sqlite")
+    # An entry written before replies were validated: it parses, but has 2 items for 1 claim.
+    unchecked = JudgeEngine(ScriptedJudge({"*": TWO}), cache=cache)
+    assert run(_ask_items(unchecked, None)).ok
+    judge = ScriptedJudge({"*": ONE})
+    engine = JudgeEngine(judge, cache=cache)
+    result = run(_ask_items(engine, _count_check(1)))
+    assert result.value == Items(items=[Verdict(**GOOD)])
+    assert len(judge.calls) == 1
+    assert engine.stats.stale == 1
+    again = JudgeEngine(ScriptedJudge({"*": TWO}), cache=cache)
+    assert run(_ask_items(again, _count_check(1))).usage == Usage(cached_calls=1)  # replaced
+
+
+# --------------------------------------------------------------------------- stopping early
+
+
+def _fail_all(error: Exception, **engine: object) -> tuple[ScriptedJudge, JudgeEngine, list]:  # type: ignore[type-arg]
+    judge = ScriptedJudge({"*": error}, delay=0.001)
+    eng = JudgeEngine(judge, sleep=Sleeps(), **engine)  # type: ignore[arg-type]
+
+    async def many() -> list:  # type: ignore[type-arg]
+        return list(await asyncio.gather(*(_ask(eng, f"q{i}") for i in range(20))))
+
+    return judge, eng, run(many())
+
+
+def test_identical_unusable_provider_failures_stop_the_engine_after_stop_after() -> None:
+    from ragbridge.core.judge import ProviderUnusable
+
+    error = ProviderUnusable("HTTP 401: bad key", cause="401 Unauthorized", hint="check the key")
+    judge, engine, results = _fail_all(error, max_concurrency=8, stop_after=5)
+    # Until the provider replies once, at most stop_after calls are in the air: 5, not 8.
+    assert len(judge.calls) == 5
+    kinds = [r.failure.kind for r in results]
+    assert kinds.count(FailureKind.JUDGE_ERROR) == 5
+    assert kinds.count(FailureKind.CANCELLED) == 15
+    line = "judge: 401 Unauthorized on 5/5 calls — check the key"
+    assert engine.breaker.line == line
+    refused = [r for r in results if r.failure.kind is FailureKind.CANCELLED]
+    assert all(r.failure.message == f"not sent: {line}" for r in refused)
+    assert all(r.usage.calls == 0 for r in refused)
+    assert engine.stats.refused == 15
+
+
+def test_unusable_errors_are_not_retried() -> None:
+    from ragbridge.core.judge import ProviderUnusable
+
+    judge = ScriptedJudge({"*": ProviderUnusable("404", cause="404 unknown model")})
+    result = run(_ask(JudgeEngine(judge, sleep=Sleeps())))
+    assert result.failure is not None
+    assert len(judge.calls) == 1
+
+
+def test_a_reply_in_between_resets_the_count_and_other_causes_do_not_add_up() -> None:
+    from ragbridge.core.judge import ProviderUnusable
+
+    def bad(cause: str) -> ProviderUnusable:
+        return ProviderUnusable(cause, cause=cause)
+
+    script = [bad("401"), bad("401"), GOOD, bad("401"), bad("401"), bad("403"), bad("401")]
+    engine = JudgeEngine(ScriptedJudge({"*": script}), stop_after=3, sleep=Sleeps())
+
+    async def one_by_one() -> None:
+        for i in range(len(script)):
+            await _ask(engine, f"q{i}")
+
+    run(one_by_one())
+    assert not engine.breaker.tripped
+    assert engine.breaker.streak == 1
+
+
+def test_permanent_errors_of_one_request_never_stop_the_run() -> None:
+    judge, engine, _ = _fail_all(PermanentJudgeError("400 prompt too long"), stop_after=2)
+    assert len(judge.calls) == 20
+    assert not engine.breaker.tripped
+
+
+def test_a_refused_connection_is_retried_once_then_counts_as_unusable() -> None:
+    from ragbridge.core.judge import ConnectionRefused
+
+    refused = ConnectionRefused("refused", cause="connection refused at X", hint="is X running?")
+    judge, engine, _ = _fail_all(refused, stop_after=3)
+    assert len(judge.calls) == 6  # 3 calls, each tried twice
+    assert engine.breaker.line == "judge: connection refused at X on 3/3 calls — is X running?"
+    blip = ScriptedJudge({"*": [refused, GOOD]})
+    assert run(_ask(JudgeEngine(blip, sleep=Sleeps()))).ok  # a server restarting: healed
+
+
+def test_calls_that_time_out_on_every_attempt_count_towards_stopping() -> None:
+    judge = ScriptedJudge({"*": GOOD}, delay=5.0)
+    engine = JudgeEngine(judge, timeout=0.01, max_retries=1, stop_after=2, sleep=Sleeps())
+
+    async def many() -> list:  # type: ignore[type-arg]
+        return list(await asyncio.gather(*(_ask(engine, f"q{i}") for i in range(6))))
+
+    results = run(many())
+    assert len(judge.calls) == 4  # 2 calls x 2 attempts, then the rest are not sent
+    assert engine.breaker.line is not None
+    assert engine.breaker.line.startswith("judge: no reply within 0.01 s on 2/2 calls")
+    assert sum(r.failure.kind is FailureKind.TIMEOUT for r in results) == 2
+    # Without retries a single timeout proves little: chance lines those up at high fault rates.
+    single = JudgeEngine(
+        ScriptedJudge({"*": GOOD}, delay=5.0), timeout=0.01, max_retries=0, stop_after=2
+    )
+
+    async def single_attempts() -> None:
+        for i in range(4):
+            await _ask(single, f"q{i}")
+
+    run(single_attempts())
+    assert not single.breaker.tripped
+
+
+def test_a_tripped_breaker_stops_retries_in_progress() -> None:
+    from ragbridge.core.limits import Outcome
+
+    engine = JudgeEngine(ScriptedJudge({"*": ServerError("503")}), stop_after=1)
+
+    async def another_call_trips_it_meanwhile(_: float) -> None:
+        engine.breaker.settle(Outcome.UNUSABLE, "401")
+
+    engine.sleep = another_call_trips_it_meanwhile
+    result = run(_ask(engine))
+    assert result.failure is not None
+    assert result.failure.kind is FailureKind.CANCELLED
+    assert result.failure.message.startswith("not retried: judge: 401")
+
+
+def test_the_engine_tells_adapters_its_attempt_timeout() -> None:
+    from ragbridge.core.judge import attempt_timeout
+
+    seen: list[float | None] = []
+
+    class Probe:
+        model = "probe"
+
+        async def generate(self, messages, *, schema=None):  # type: ignore[no-untyped-def]
+            seen.append(attempt_timeout.get())
+            return JudgeReply(text='{"ok": true, "why": "w"}')
+
+    run(_ask(JudgeEngine(Probe(), timeout=7.5)))
+    assert seen == [7.5]
+    assert attempt_timeout.get() is None  # reset after the call
+
+
+def test_classify_error_gives_unusable_providers_a_cause_and_a_hint() -> None:
+    import socket
+
+    from ragbridge.core.judge import ConnectionRefused, ProviderUnusable, classify_error
+
+    class Response:
+        def __init__(self, status: int) -> None:
+            self.status_code = status
+            self.headers: dict[str, str] = {}
+
+    class APIStatusError(Exception):
+        def __init__(self, status: int, message: str = "") -> None:
+            super().__init__(message or f"HTTP {status}")
+            self.response = Response(status)
+
+    class APIConnectionError(Exception):
+        pass
+
+    unauthorized = classify_error(APIStatusError(401))
+    assert isinstance(unauthorized, ProviderUnusable)
+    assert unauthorized.cause == "401 Unauthorized"
+    assert unauthorized.hint
+    model = classify_error(APIStatusError(404, "The model `gpt-9` does not exist"))
+    assert isinstance(model, ProviderUnusable)
+    assert model.cause == "404 unknown model"
+    assert model.hint == "unknown model: check the model name"
+    assert isinstance(classify_error(APIStatusError(400, "too long")), PermanentJudgeError)
+    assert not isinstance(classify_error(APIStatusError(400)), ProviderUnusable)
+    quota = classify_error(APIStatusError(429, "insufficient_quota: exceeded your current quota"))
+    assert isinstance(quota, ProviderUnusable)
+
+    # SDKs wrap the transport error: the fact is down the chain.
+    def wrapped(inner: BaseException) -> BaseException:
+        try:
+            try:
+                raise inner
+            except BaseException as exc:
+                raise APIConnectionError("Connection error.") from exc
+        except APIConnectionError as outer:
+            return outer
+
+    refused = classify_error(wrapped(ConnectionRefusedError(111, "Connection refused")))
+    assert isinstance(refused, ConnectionRefused)
+    unresolved = classify_error(wrapped(socket.gaierror(-2, "Name or service not known")))
+    assert isinstance(unresolved, ProviderUnusable)
+    assert unresolved.cause == "the host name does not resolve"
+
+    class UnsupportedProtocol(Exception):
+        pass
+
+    scheme = classify_error(
+        UnsupportedProtocol("Request URL is missing an 'http://' or 'https://' protocol.")
+    )
+    assert isinstance(scheme, ProviderUnusable)
+    assert "http://" in (scheme.hint or "")
+    reset = classify_error(wrapped(ConnectionResetError(104, "Connection reset by peer")))
+    assert isinstance(reset, ServerError)
+    assert not isinstance(reset, ConnectionRefused)
+
+
+def test_calls_queued_for_a_slot_when_the_breaker_trips_are_not_sent_nor_counted() -> None:
+    from ragbridge.core.judge import ProviderUnusable
+
+    revoked = ProviderUnusable("401", cause="401 Unauthorized")
+    judge = ScriptedJudge({"*": [GOOD, revoked]}, delay=0.001)
+    engine = JudgeEngine(judge, max_concurrency=1, stop_after=1)
+
+    async def many() -> list:  # type: ignore[type-arg]
+        first = await _ask(engine, "q0")  # a reply: calls are no longer held back
+        rest = await asyncio.gather(*(_ask(engine, f"q{i}") for i in range(1, 6)))
+        return [first, *rest]
+
+    results = run(many())
+    assert len(judge.calls) == 2
+    assert engine.breaker.line == "judge: 401 Unauthorized on 1/2 calls"
+    assert [r.failure.kind for r in results[2:]] == [FailureKind.CANCELLED] * 4

@@ -192,3 +192,96 @@ def test_estimate_counts_calls_before_sending_anything() -> None:
     assert plan.by_template == {"test.judged": 14}
     assert plan.prompt_tokens > 14 * 40
     assert plan.calls_per_sample == 1.0
+
+
+# -- one settings value --------------------------------------------------------------------
+
+
+def test_settings_and_the_old_keywords_give_the_same_run() -> None:
+    from ragbridge.core import Settings
+
+    by_keywords = evaluate(samples(6), [Judged()], judge=ok_judge(), max_concurrency=2)
+    by_settings = evaluate(
+        samples(6), [Judged()], settings=Settings(judge=ok_judge(), max_concurrency=2)
+    )
+    assert [c.score.value for c in by_settings] == [c.score.value for c in by_keywords]
+    assert by_settings.metadata["max_concurrency"] == 2
+
+
+def test_a_setting_given_both_ways_is_an_error_naming_it() -> None:
+    from ragbridge.core import Settings
+
+    with pytest.raises(TypeError, match=r"^max_retries=, timeout= given both as keyword and in"):
+        evaluate(
+            samples(1), [Judged()], settings=Settings(judge=ok_judge()), timeout=5, max_retries=0
+        )
+    with pytest.raises(TypeError, match="judge="):
+        evaluate(samples(1), [Judged()], settings=Settings(), judge=ok_judge())
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"max_concurrency": 0},
+        {"max_retries": -1},
+        {"stop_after": 0},
+        {"timeout": 0},
+        {"timeout": float("nan")},
+        {"timeout": float("inf")},
+        {"max_concurrency": 2.5},
+    ],
+)
+def test_settings_refuse_values_that_cannot_work(bad: dict[str, object]) -> None:
+    from ragbridge.core import Settings
+
+    with pytest.raises((ValueError, TypeError)):
+        Settings(**bad)  # type: ignore[arg-type]
+
+
+def test_the_scorer_takes_settings_too() -> None:
+    from ragbridge.core import Scorer, Settings
+
+    scorer = Scorer([Judged()], settings=Settings(judge=ok_judge(), timeout=3.0, stop_after=2))
+    assert scorer.judge is not None
+    assert scorer.judge.timeout == 3.0
+    assert scorer.judge.breaker.stop_after == 2
+    assert scorer.score(samples(2)[1])["judged"].value == 1.0
+    assert scorer.aborted is None
+    with pytest.raises(TypeError, match="timeout="):
+        Scorer([Judged()], settings=Settings(judge=ok_judge()), timeout=1.0)
+
+
+def test_an_unusable_judge_stops_the_run_and_says_why() -> None:
+    from ragbridge.core import Settings
+    from ragbridge.core.judge import ProviderUnusable
+
+    error = ProviderUnusable("HTTP 401", cause="401 Unauthorized", hint="check the key")
+    judge = ScriptedJudge({"test.judged": error})
+    started: list[str] = []
+
+    def stream() -> Iterator[Sample]:
+        for sample in samples(100):
+            started.append(sample.id)
+            yield sample
+
+    evaluation = evaluate(
+        stream(), [Judged()], settings=Settings(judge=judge, max_concurrency=4, stop_after=3)
+    )
+    assert evaluation.metadata["aborted"] == "judge: 401 Unauthorized on 3/3 calls — check the key"
+    assert len(judge.calls) == 3
+    assert len(started) < 100  # no new samples once the judge is known to be unusable
+    cells = list(evaluation)
+    assert len(cells) == len(started)  # samples never started are simply absent
+    refused = [c.score.failure for c in cells if c.score.failure is not None]
+    assert any(
+        f.kind is FailureKind.CANCELLED and f.message.startswith("not sent: ") for f in refused
+    )
+    assert evaluation.metadata["judge_stats"]["refused"] >= 1
+
+
+def test_settings_are_exported_from_the_core() -> None:
+    import ragbridge.core
+    from ragbridge.core.settings import Settings
+
+    assert ragbridge.core.Settings is Settings
+    assert "Settings" in ragbridge.core.__all__

@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel
 
 from ragbridge.core import Context, JudgeEngine, Sample, evaluate
-from ragbridge.core.judge import JudgeReply, JudgeTimeout, Message, RateLimited
+from ragbridge.core.judge import JudgeReply, JudgeTimeout, Message, RateLimited, ServerError
 from ragbridge.core.metrics import AnswerRelevance, ContextPrecision, ContextRecall, Faithfulness
 from ragbridge.core.testing import CountingJudge, HashEmbedder
 
@@ -114,3 +114,49 @@ def test_the_cap_holds_for_a_whole_run(cap: int) -> None:
     )  # fmt: skip
     assert judge.max_in_flight == cap
     assert judge.calls == 12 * 3  # analyze, verify, and one shared context assessment
+
+
+@dataclass
+class FlakyEmbedder:
+    """Wraps an embedder; fails ``rate`` of calls: timeout, rate limit, 5xx, a vector short."""
+
+    inner: HashEmbedder
+    rate: float = 0.3
+    seed: int = 0
+    model: str = "flaky-embedder"
+    injected: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if self._rng.random() >= self.rate:
+            return await self.inner.embed(texts)
+        fault = self._rng.choice(["timeout", "rate_limit", "server", "short"])
+        self.injected[fault] = self.injected.get(fault, 0) + 1
+        if fault == "timeout":
+            raise JudgeTimeout("injected timeout")
+        if fault == "rate_limit":
+            raise RateLimited("injected rate limit")
+        if fault == "server":
+            raise ServerError("injected 503")
+        return (await self.inner.embed(texts))[:-1]
+
+
+def test_embedding_faults_are_retried_like_judge_faults() -> None:
+    """Before: 30% embedding faults lost 11 of 50 answer_relevance cells (no retries)."""
+    from ragbridge.core.engine import EmbeddingEngine
+
+    clean = _run(CountingJudge())
+    flaky = FlakyEmbedder(HashEmbedder(), seed=2)
+    both = evaluate(
+        _samples(25),
+        [cls() for cls in METRICS],
+        judge=JudgeEngine(FlakyJudge(CountingJudge(), seed=5), sleep=_no_wait, seed=1),
+        embedder=EmbeddingEngine(flaky, sleep=_no_wait, seed=1, batch_size=4),
+    )
+    assert sum(flaky.injected.values()) >= 3
+    for cell in both:
+        expected = clean[(cell.sample_id, cell.metric)]
+        assert cell.score.status == "scored", (cell.metric, cell.score.failure)
+        assert cell.score.value == expected.value  # type: ignore[attr-defined]

@@ -121,7 +121,7 @@ def test_no_generated_questions_is_a_parse_error() -> None:
     assert s.failure is not None
     assert s.failure.kind is FailureKind.PARSE_ERROR
     assert "expected 3 generated questions, got 0" in s.failure.message
-    assert s.usage.calls == 1
+    assert s.usage.calls == 2  # the reply and its repair re-ask (the engine validates)
 
 
 def test_answer_relevance_needs_an_embedder_and_an_answer() -> None:

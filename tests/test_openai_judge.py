@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -23,17 +24,29 @@ from pydantic import BaseModel
 pytest.importorskip("httpx")
 
 import httpx
+from fake_openai import FakeOpenAI, free_port
 
-from ragbridge.adapters.openai import INSTALL_HINT, OpenAIEmbedder, OpenAIJudge
+from ragbridge.adapters.openai import (
+    DEFAULT_TIMEOUT,
+    INSTALL_HINT,
+    KEY_HINT,
+    OpenAIEmbedder,
+    OpenAIJudge,
+)
 from ragbridge.core import Embedder, Judge, JudgeEngine, Sample, evaluate
+from ragbridge.core.engine import EmbeddingEngine, EmbeddingFailed, JudgeCall
 from ragbridge.core.judge import (
+    ConnectionRefused,
     JudgeError,
     JudgeTimeout,
     PermanentJudgeError,
+    ProviderUnusable,
     RateLimited,
     ServerError,
+    attempt_timeout,
 )
 from ragbridge.core.metrics import Correctness
+from ragbridge.core.prompts.faithfulness import FAITHFULNESS_VERIFY, ClaimVerdicts
 from ragbridge.core.results import FailureKind, Usage
 
 KEY = "sk-test-SECRET-0123456789abcdef"
@@ -667,3 +680,255 @@ def test_llamacpp_server_end_to_end() -> None:
         row.score.failure is not None and row.score.failure.kind == FailureKind.PARSE_ERROR
     ), row.score
     assert row.score.usage.prompt_tokens > 0
+
+
+# --------------------------------------------------------------------------- a real server
+#
+# The same adapter against `tests/fake_openai.py`: a real HTTP server on 127.0.0.1, so timeouts,
+# resets and refused connections happen on a socket, as they do in production.
+
+CLAIMS = ["Leave is 20 days.", "Leave needs a manager's approval."]
+CONTEXTS = ["Leave is 20 days a year.", "Managers approve leave.", "The canteen opens at 8."]
+TRANSIENT = ("500", "429", "hang", "reset", "garbage", "truncated")
+
+
+@pytest.fixture
+def fake_openai() -> Any:
+    with FakeOpenAI(retry_after=0.05, hang_seconds=30) as server:
+        yield server
+
+
+def _verify(judge: OpenAIJudge, **engine: Any) -> tuple[JudgeCall[Any], JudgeEngine, list[float]]:
+    """faithfulness.verify through a real engine (its reply check included)."""
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    eng = JudgeEngine(judge, sleep=sleep, seed=0, **{"timeout": 1.0, **engine})
+    values = {"claims": CLAIMS, "contexts": CONTEXTS}
+
+    async def go() -> JudgeCall[Any]:
+        async with judge:
+            return await eng.ask(
+                FAITHFULNESS_VERIFY.render(**values),
+                ClaimVerdicts,
+                template_id=FAITHFULNESS_VERIFY.id,
+                template_version=FAITHFULNESS_VERIFY.version,
+                validate=FAITHFULNESS_VERIFY.checker(**values),
+            )
+
+    return asyncio.run(go()), eng, waits
+
+
+def _embed(embedder: OpenAIEmbedder, **engine: Any) -> tuple[Any, EmbeddingEngine, list[float]]:
+    """Two texts through a real embedding engine; the vectors, or the EmbeddingFailed."""
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    eng = EmbeddingEngine(embedder, sleep=sleep, seed=0, **{"timeout": 1.0, **engine})
+
+    async def go() -> Any:
+        async with embedder:
+            try:
+                return await eng.embed(["leave policy", "canteen hours"])
+            except EmbeddingFailed as exc:
+                return exc
+
+    return asyncio.run(go()), eng, waits
+
+
+def _judge(server: FakeOpenAI, model: str = "gpt-fake") -> OpenAIJudge:
+    return OpenAIJudge(model, base_url=server.base_url, api_key="dummy")
+
+
+def _embedder(server: FakeOpenAI) -> OpenAIEmbedder:
+    return OpenAIEmbedder("embed-fake", base_url=server.base_url, api_key="dummy")
+
+
+def test_fake_server_ok_on_both_routes(fake_openai: FakeOpenAI) -> None:
+    call, _, _ = _verify(_judge(fake_openai))
+    assert call.ok
+    assert len(call.value.verdicts) == len(CLAIMS)
+    vectors, _, _ = _embed(_embedder(fake_openai))
+    assert isinstance(vectors, list)
+    assert len(vectors) == 2
+    (chat_request,) = [r for r in fake_openai.requests if r.route == "chat"]
+    assert chat_request.headers["authorization"] == "Bearer dummy"
+    assert chat_request.body["model"] == "gpt-fake"
+    assert fake_openai.count("embeddings") == 1
+
+
+@pytest.mark.parametrize("mode", TRANSIENT)
+def test_transient_faults_on_the_judge_route_are_retried(
+    fake_openai: FakeOpenAI, mode: str
+) -> None:
+    fake_openai.script("chat", mode, "ok")
+    started = time.monotonic()
+    call, engine, waits = _verify(_judge(fake_openai))
+    assert call.ok, call.failure
+    assert fake_openai.count("chat") == 2
+    assert engine.stats.retries == 1
+    if mode == "429":
+        assert waits == [0.05]  # the server's Retry-After
+    if mode == "hang":
+        assert time.monotonic() - started < 5  # bounded by the engine's 1 s attempt timeout
+
+
+@pytest.mark.parametrize("mode", [*TRANSIENT, "wrong"])
+def test_transient_faults_on_the_embeddings_route_are_retried(
+    fake_openai: FakeOpenAI, mode: str
+) -> None:
+    fake_openai.script("embeddings", mode, "ok")
+    vectors, engine, _ = _embed(_embedder(fake_openai))
+    assert isinstance(vectors, list), vectors
+    assert len(vectors) == 2
+    assert fake_openai.count("embeddings") == 2
+    assert engine.stats.retries == 1
+
+
+def test_a_wrong_but_valid_judge_reply_is_repaired(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script("chat", "wrong", "ok")
+    call, _, waits = _verify(_judge(fake_openai))
+    assert call.ok
+    assert len(call.value.verdicts) == 2
+    repair = fake_openai.requests[1].body["messages"]
+    assert "expected 2 verdicts (one per claim), got 3" in repair[-1]["content"]
+    assert waits == []  # a repair is asked at once
+    fake_openai.script("chat", "wrong")
+    call, _, _ = _verify(_judge(fake_openai), max_retries=0)
+    assert call.failure is not None
+    assert call.failure.kind is FailureKind.PARSE_ERROR
+    assert call.failure.message.startswith("faithfulness.verify: expected 2 verdicts")
+
+
+@pytest.mark.parametrize(
+    ("mode", "cause", "hint"),
+    [
+        ("401", "401 Unauthorized", KEY_HINT),
+        ("404", "404 unknown model 'gpt-fake'", "unknown model: check the model name"),
+    ],
+)
+def test_unusable_provider_errors_are_not_retried_and_say_the_fix(
+    fake_openai: FakeOpenAI, mode: str, cause: str, hint: str
+) -> None:
+    fake_openai.script("chat", mode)
+    fake_openai.script("embeddings", mode)
+    call, engine, waits = _verify(_judge(fake_openai), stop_after=1)
+    assert call.failure is not None
+    assert call.failure.kind is FailureKind.JUDGE_ERROR
+    assert fake_openai.count("chat") == 1
+    assert waits == []
+    assert engine.breaker.line == f"judge: {cause} on 1/1 calls — {hint}"
+    failed, embed_engine, _ = _embed(_embedder(fake_openai), stop_after=1)
+    assert isinstance(failed, EmbeddingFailed)
+    assert fake_openai.count("embeddings") == 1
+    assert embed_engine.breaker.line is not None
+    assert embed_engine.breaker.line.startswith(f"embedder: {mode} ")
+    assert embed_engine.breaker.line.endswith(hint)
+    err = raised(_judge(fake_openai))
+    assert isinstance(err, ProviderUnusable)
+    assert (err.cause, err.hint) == (cause, hint)
+
+
+def test_a_hung_server_costs_the_engine_timeout_per_attempt(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script("chat", "hang")
+    fake_openai.script("embeddings", "hang")
+    started = time.monotonic()
+    call, _, _ = _verify(_judge(fake_openai), timeout=0.3, max_retries=1)
+    assert call.failure is not None
+    assert call.failure.kind is FailureKind.TIMEOUT
+    failed, _, _ = _embed(_embedder(fake_openai), timeout=0.3, max_retries=1)
+    assert isinstance(failed, EmbeddingFailed)
+    assert failed.failure.kind is FailureKind.TIMEOUT
+    assert time.monotonic() - started < 4  # 2 x 2 attempts of 0.3 s, not 2 x 2 x 60 s
+    assert fake_openai.count() == 4
+
+
+def test_the_adapter_follows_the_engine_timeout_and_an_explicit_one_caps_it(
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.script("chat", "hang")
+
+    async def direct(judge: OpenAIJudge, engine_timeout: float | None) -> JudgeError:
+        token = attempt_timeout.set(engine_timeout)
+        try:
+            async with judge:
+                with pytest.raises(JudgeError) as info:
+                    await judge.generate(MESSAGES)
+                return info.value
+        finally:
+            attempt_timeout.reset(token)
+
+    started = time.monotonic()
+    err = asyncio.run(direct(_judge(fake_openai), 0.2))
+    assert isinstance(err, JudgeTimeout)
+    assert err.cause == "no reply within 0.2 s"
+    capped = OpenAIJudge("m", base_url=fake_openai.base_url, api_key="k", timeout=0.2)
+    err = asyncio.run(direct(capped, 30.0))
+    assert err.cause == "no reply within 0.2 s"
+    assert time.monotonic() - started < 3
+    assert _judge(fake_openai).timeout is None  # follows the engine; alone: DEFAULT_TIMEOUT
+    assert DEFAULT_TIMEOUT == 60.0
+
+
+def test_connection_refused_is_retried_once_then_stops_with_the_url() -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    call, engine, waits = _verify(OpenAIJudge("m", base_url=url, api_key="k"), stop_after=1)
+    assert call.failure is not None
+    assert call.usage.calls == 2
+    assert len(waits) == 1
+    assert engine.breaker.line == (
+        f"judge: connection refused at {url} on 1/1 calls — is the server at {url} running?"
+    )
+    err = raised(OpenAIJudge("m", base_url=url, api_key="k"))
+    assert isinstance(err, ConnectionRefused)
+    failed, embed_engine, _ = _embed(OpenAIEmbedder("e", base_url=url), stop_after=1)
+    assert isinstance(failed, EmbeddingFailed)
+    assert embed_engine.breaker.tripped
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:8000/v1", "localhost:8000/v1", "ftp://host/v1"])
+def test_a_base_url_without_http_scheme_is_refused_at_once(url: str) -> None:
+    for cls in (OpenAIJudge, OpenAIEmbedder):
+        with pytest.raises(ValueError, match="--base-url must start with http:// or https://"):
+            cls("m", base_url=url)
+
+
+def test_quota_exhausted_is_unusable_not_rate_limited() -> None:
+    server = FakeServer(error(429, "You exceeded your current quota, please check your plan"))
+    err = raised(judge_for(server))
+    assert isinstance(err, ProviderUnusable)
+    assert err.cause == "429 quota exceeded"
+
+
+def test_404_without_model_in_the_message_points_at_the_base_url() -> None:
+    err = raised(judge_for(FakeServer(error(404, "Not Found"))))
+    assert isinstance(err, ProviderUnusable)
+    assert err.cause == f"404 Not Found at {BASE}/chat/completions"
+    assert err.hint == "check --base-url (it usually ends in /v1)"
+
+
+def test_the_fake_server_stops_at_once_while_a_request_hangs() -> None:
+    server = FakeOpenAI(hang_seconds=60)
+    server.script("chat", "hang")
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(f"{server.base_url}/chat/completions", json={"messages": []}, timeout=0.2)
+    started = time.monotonic()
+    server.close()
+    assert time.monotonic() - started < 3
+    assert server.count("chat", "hang") == 1
+    with pytest.raises(httpx.ConnectError):
+        httpx.post(f"{server.base_url}/chat/completions", json={}, timeout=1)
+
+
+def test_a_host_that_does_not_resolve_is_unusable_and_names_the_host() -> None:
+    def unresolved(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("[Errno -2] Name or service not known", request=request)
+
+    err = raised(judge_for(FakeServer(unresolved)))
+    assert isinstance(err, ProviderUnusable)
+    assert err.cause == "cannot resolve host 'fake.local'"
+    assert err.hint == "check the host in --base-url"

@@ -35,11 +35,9 @@ __all__ = [
     "analyze_answer",
     "assess_contexts",
     "check_claims",
-    "cited_context",
     "cosine",
     "estimated_claims",
     "has_inputs",
-    "misaligned",
     "plan_assess",
     "planned",
     "prompt_chars",
@@ -157,27 +155,6 @@ async def assess_contexts(
     )
 
 
-def misaligned(template: PromptTemplate, expected: int, got: int, per: str) -> Failure:
-    """The parse_error of a positional reply whose length does not match what was asked."""
-    return Failure(
-        kind=FailureKind.PARSE_ERROR,
-        message=f"{template.id}: expected {expected} verdicts (one per {per}), got {got}",
-    )
-
-
-def cited_context(
-    template: PromptTemplate, number: int | None, n_contexts: int, item: str
-) -> Failure | None:
-    """A parse_error when the judge cites a context number that was not shown to it."""
-    if number is None or 1 <= number <= n_contexts:
-        return None
-    return Failure(
-        kind=FailureKind.PARSE_ERROR,
-        message=f"{template.id}: {item} cites context {number}, "
-        f"but only contexts 1..{n_contexts} were given",
-    )
-
-
 def context_id(sample: Sample, number: int | None) -> str | None:
     if number is None or not 1 <= number <= len(sample.contexts):
         return None
@@ -249,15 +226,10 @@ async def check_claims(sample: Sample, ctx: MetricContext) -> ClaimCheck:
     if verify.value is None:
         assert verify.failure is not None
         return ClaimCheck(claims, usage=usage, failure=verify.failure)
-    verdicts = verify.value.verdicts
-    if len(verdicts) != len(claims):
-        failure = misaligned(FAITHFULNESS_VERIFY, len(claims), len(verdicts), "claim")
-        return ClaimCheck(claims, usage=usage, failure=failure)
+    # One verdict per claim, citing contexts that exist: checked by the engine on the reply
+    # (the template's check), so a reply that does not fit never gets here.
     details: list[dict[str, Any]] = []
-    for i, (claim, v) in enumerate(zip(claims, verdicts, strict=True), start=1):
-        bad = cited_context(FAITHFULNESS_VERIFY, v.context, len(texts), f"verdict {i}")
-        if bad is not None:
-            return ClaimCheck(claims, usage=usage, failure=bad)
+    for claim, v in zip(claims, verify.value.verdicts, strict=True):
         details.append(
             {
                 "claim": claim,

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine import JudgeCall
+from ..engine import EmbeddingFailed, JudgeCall
 from ..prompts.answer_correctness import ANSWER_CORRECTNESS_CLASSIFY, ClaimClassification
 from ..prompts.faithfulness import ANSWER_ANALYZE
 from ..results import FailureKind, Score, Usage
@@ -137,6 +137,8 @@ class AnswerCorrectness(Metric):
             )
         try:
             a, r = await ctx.embedder.embed([sample.answer or "", sample.reference or ""])
+        except EmbeddingFailed as exc:  # typed (timeout, rate_limited, ...); keep the usage
+            return Score(failure=exc.failure, usage=usage)
         except Exception as exc:  # keep the judge usage on the Score
             return Score.fail(
                 FailureKind.JUDGE_ERROR,

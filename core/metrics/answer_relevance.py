@@ -13,11 +13,13 @@ still sound on-topic, so — as RAGAS does — it scores 0.0.
 The generated questions come from the shared ``answer.analyze`` call (0 extra judge calls when
 Faithfulness also runs), and all n + 1 texts are embedded in one batch. The prompt asks for 3
 questions; when a judge returns another non-zero number the mean is over what it returned
-(recorded in ``details``), and zero questions is a ``parse_error``.
+(recorded in ``details``); zero questions from a committal answer does not fit the request,
+so the engine repairs or retries it like an unparseable reply (``parse_error`` if that fails).
 """
 
 from __future__ import annotations
 
+from ..engine import EmbeddingFailed
 from ..prompts.faithfulness import ANSWER_ANALYZE
 from ..results import FailureKind, Score
 from ..sample import Sample
@@ -65,15 +67,13 @@ class AnswerRelevance(Metric):
                 details={"noncommittal": True, "generated_questions": questions},
                 usage=usage,
             )
-        if not questions:
-            return Score.fail(
-                FailureKind.PARSE_ERROR,
-                f"{ANSWER_ANALYZE.id}: expected 3 generated questions, got 0",
-                usage=usage,
-            )
+        # At least one question: the engine re-asks a committal analysis without any
+        # (the template's check), so a reply that reaches here has some.
         assert ctx.embedder is not None  # guaranteed by needs_embedder
         try:
             vectors = await ctx.embedder.embed([sample.question, *questions])
+        except EmbeddingFailed as exc:  # typed (timeout, rate_limited, ...); keep the usage
+            return Score(failure=exc.failure, usage=usage)
         except Exception as exc:  # keep the judge usage on the Score
             return Score.fail(
                 FailureKind.JUDGE_ERROR,

@@ -23,7 +23,7 @@ from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
 
-from ..engine import EmbeddingEngine, JudgeCall, JudgeEngine
+from ..engine import EmbeddingEngine, EmbeddingFailed, JudgeCall, JudgeEngine
 from ..judge import EntailmentModel
 from ..prompts import PromptTemplate
 from ..results import Failure, FailureKind, Score, Usage
@@ -76,7 +76,12 @@ class MetricContext:
         return await asyncio.shield(task), False
 
     async def ask(self, template: PromptTemplate, **values: Any) -> JudgeCall[Any]:
-        """Render ``template`` and send it through the judge engine."""
+        """Render ``template`` and send it through the judge engine.
+
+        The reply is checked against this request (`PromptTemplate.checker`: one verdict per
+        claim, cited contexts that exist, ...) inside the engine, so a reply that parses but
+        does not fit is repaired or retried like an unparseable one and never cached.
+        """
         if self.judge is None:
             raise RuntimeError("this metric needs a judge")
         return await self.judge.ask(
@@ -84,6 +89,7 @@ class MetricContext:
             template.schema,
             template_id=template.id,
             template_version=template.version,
+            validate=template.checker(**values),
         )
 
 
@@ -133,6 +139,8 @@ class Metric:
             score = await self._score(sample, ctx)
         except asyncio.CancelledError:
             raise
+        except EmbeddingFailed as exc:  # already typed: timeout, rate_limited, cancelled, ...
+            score = Score(failure=exc.failure)
         except Exception as exc:
             failure = Failure(kind=FailureKind.JUDGE_ERROR, message=f"{type(exc).__name__}: {exc}")
             score = Score(failure=failure)

@@ -28,7 +28,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from . import register
-from .base import PromptTemplate
+from .base import Facts, PromptTemplate
 
 __all__ = [
     "ANSWER_ANALYZE",
@@ -74,6 +74,18 @@ class ClaimVerdicts(BaseModel):
     )
 
 
+def _questions_given(reply: BaseModel, facts: Facts) -> str | None:
+    """``answer.analyze`` asks for 3 questions; a committal answer with none is not a reply.
+
+    (A noncommittal answer scores 0 for relevance whatever its questions, so none are needed.)
+    """
+    if not isinstance(reply, AnswerAnalysis) or reply.noncommittal:
+        return None
+    if any(q.strip() for q in reply.questions):
+        return None
+    return "expected 3 generated questions, got 0"
+
+
 ANSWER_ANALYZE = register(
     PromptTemplate(
         id="answer.analyze",
@@ -102,6 +114,7 @@ fitting reply. Derive them from the answer alone, not from the question above.
 3. "noncommittal": true if the answer dodges the question (it says it does not know or cannot \
 tell, or it talks around the question without answering it); otherwise false.""",
         schema=AnswerAnalysis,
+        extra_check=_questions_given,
     )
 )
 

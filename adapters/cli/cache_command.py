@@ -1,0 +1,263 @@
+"""``ragbridge cache PATH [stats | prune ...]``: look inside a judge cache and clean it.
+
+The cache makes reruns free, which is only a virtue while its entries are right. Entries can go
+bad in three ways, and each has its prune:
+
+* ``--failed`` — a reply that does not parse, or that today's checks reject (one verdict too many,
+  a context number that was never shown). ragbridge no longer stores such replies and treats an
+  old one as a miss, but files written before that still hold them.
+* ``--old-prompts`` — replies to a template version older than the one this ragbridge sends:
+  they are never read again (the version is part of the key), only taking space.
+* ``--older-than DAYS`` — anything stored before a date, replies and embeddings alike.
+
+``stats`` (the default) counts replies by model, template and version and embeddings by model,
+with their sizes. Errors are one line: a missing file, a folder, a file that is not a cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import time
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli.errors import EXIT_OK, UserError
+from ragbridge.core.cache import Cache, ReplyRow
+
+__all__ = ["register", "run_cache"]
+
+
+def register(sub: Any) -> None:
+    cache: argparse.ArgumentParser = sub.add_parser(
+        "cache",
+        help="inspect or prune a judge cache file (stats, prune --failed/--old-prompts/...)",
+        description="Show what a ragbridge cache file holds, or remove entries that are "
+        "failed, answer an old prompt version, or are older than a number of days.",
+    )
+    cache.add_argument("path", metavar="PATH", help="the cache file (e.g. the --cache of a run)")
+    actions = cache.add_subparsers(dest="action", metavar="ACTION")
+    actions.add_parser("stats", help="replies and embeddings by model and template (default)")
+    prune = actions.add_parser(
+        "prune",
+        help="remove failed, old-prompt or old entries",
+        description="Remove entries; give at least one of the options (they combine).",
+    )
+    prune.add_argument(
+        "--failed",
+        action="store_true",
+        help="replies that do not parse or fail today's checks of their request",
+    )
+    prune.add_argument(
+        "--old-prompts",
+        action="store_true",
+        help="replies to prompt template versions older than the current ones",
+    )
+    prune.add_argument(
+        "--older-than",
+        type=_days,
+        metavar="DAYS",
+        help="replies and embeddings stored more than DAYS days ago",
+    )
+    prune.add_argument(
+        "--dry-run", action="store_true", help="say what would be removed, remove nothing"
+    )
+    cache.set_defaults(handler=run_cache, action=None)
+
+
+def _days(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of days, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of days >= 0, got {text!r}")
+    return value
+
+
+def run_cache(args: argparse.Namespace) -> int:
+    path = Path(args.path)
+    if path.is_dir():
+        raise UserError(f"{args.path}: is a folder, not a cache file")
+    if not path.exists():
+        raise UserError(f"{args.path}: no such cache file")
+    with Cache(path) as cache:
+        if args.action == "prune":
+            return _prune(cache, path, args)
+        return _stats(cache, path)
+
+
+# -- stats ------------------------------------------------------------------------------------
+
+
+def _stats(cache: Cache, path: Path) -> int:
+    from ragbridge.core.prompts import templates
+
+    current = {t.id: t.version for t in templates()}
+    groups = cache.groups()
+    n_replies = sum(g.count for g in groups.replies)
+    n_vectors = sum(g.count for g in groups.embeddings)
+    console.say(
+        f"{path}: {_size(_file_bytes(path))}, {n_replies} replies, {n_vectors} embeddings",
+    )
+    if groups.replies:
+        rows: list[tuple[str, ...]] = [
+            ("model", "template", "version", "replies", "size", "newest")
+        ]
+        for g in groups.replies:
+            version = g.template_version or "?"
+            if g.template_id in current and _older(g.template_version, current[g.template_id]):
+                version += f" (old; current {current[g.template_id]})"
+            rows.append(
+                (g.model, g.template_id, version, str(g.count), _size(g.text_bytes), _day(g.newest))
+            )
+        console.say("replies:", *_table(rows))
+    if groups.embeddings:
+        vector_rows: list[tuple[str, ...]] = [("model", "dim", "vectors", "size", "")]
+        for e in groups.embeddings:
+            unknown = f"{e.unknown_age} of unknown age" if e.unknown_age else ""
+            vector_rows.append((e.model, str(e.dim), str(e.count), _size(e.vector_bytes), unknown))
+        console.say("embeddings:", *_table(vector_rows))
+    return EXIT_OK
+
+
+# -- prune ------------------------------------------------------------------------------------
+
+
+def _prune(cache: Cache, path: Path, args: argparse.Namespace) -> int:
+    if not (args.failed or args.old_prompts or args.older_than is not None):
+        raise UserError("cache prune: give --failed, --old-prompts and/or --older-than DAYS")
+    before = _file_bytes(path)
+    verb = "would remove" if args.dry_run else "removed"
+    lines: list[str] = []
+    if args.failed or args.old_prompts:
+        rows = list(cache.reply_rows())
+        if args.failed:
+            failed, unchecked = failed_replies(rows)
+            lines.append(
+                f"{verb} {len(failed)} failed of {len(rows)} replies"
+                + (
+                    f" ({unchecked} checked for parsing only: stored before checks)"
+                    if unchecked
+                    else ""
+                )
+            )
+            if not args.dry_run:
+                cache.delete_replies([r.key for r in failed])
+            gone = {r.key for r in failed}
+            rows = [r for r in rows if r.key not in gone]
+        if args.old_prompts:
+            old = old_prompt_replies(rows)
+            lines.append(f"{verb} {len(old)} replies to old prompt versions")
+            if not args.dry_run:
+                cache.delete_replies([r.key for r in old])
+    if args.older_than is not None:
+        cutoff = time.time() - args.older_than * 86400.0
+        if args.dry_run:
+            replies = sum(
+                1 for r in cache.reply_rows() if r.created is not None and r.created < cutoff
+            )
+            lines.append(f"{verb} {replies} replies older than {args.older_than:g} days")
+        else:
+            replies, vectors = cache.delete_older_than(cutoff)
+            lines.append(
+                f"{verb} {replies} replies and {vectors} embeddings older than "
+                f"{args.older_than:g} days"
+            )
+    if not args.dry_run:
+        cache.vacuum()
+        lines.append(f"{path}: {_size(before)} -> {_size(_file_bytes(path))}")
+    console.say(*lines)
+    return EXIT_OK
+
+
+def failed_replies(rows: Iterable[ReplyRow]) -> tuple[list[ReplyRow], int]:
+    """Replies that fail today's parse or checks, and how many could be checked for parsing
+    only (no stored facts: written before ragbridge recorded them).
+
+    Replies to templates that are not ragbridge's (RAGAS's or DeepEval's prompts, parsed by
+    their frameworks) fail only when empty.
+    """
+    from ragbridge.core.engine import parse_reply
+    from ragbridge.core.prompts import get
+
+    failed: list[ReplyRow] = []
+    parse_only = 0
+    for row in rows:
+        try:
+            template = get(row.template_id)
+        except KeyError:
+            if not row.text.strip():
+                failed.append(row)
+            continue
+        value, _ = parse_reply(row.text, template.schema)
+        if value is None:
+            failed.append(row)
+            continue
+        if row.facts is None:
+            parse_only += 1
+        facts = {k: v for k, v in (row.facts or {}).items() if isinstance(v, int)}
+        if template.check(value, facts) is not None:
+            failed.append(row)
+    return failed, parse_only
+
+
+def old_prompt_replies(rows: Iterable[ReplyRow]) -> list[ReplyRow]:
+    """Replies to a ragbridge template at a version older than the current one."""
+    from ragbridge.core.prompts import templates
+
+    current = {t.id: t.version for t in templates()}
+    return [
+        r
+        for r in rows
+        if r.template_id in current and _older(r.template_version, current[r.template_id])
+    ]
+
+
+def _older(version: str | None, current: str) -> bool:
+    """Whether ``version`` precedes ``current`` (numeric when both are; unknown is not old)."""
+    if version is None or version == current:
+        return False
+    try:
+        return float(version) < float(current)
+    except ValueError:
+        return True  # a version string this ragbridge does not send
+
+
+# -- formatting -------------------------------------------------------------------------------
+
+
+def _file_bytes(path: Path) -> int:
+    """The file and its write-ahead log: what the cache occupies on disk."""
+    total = 0
+    for suffix in ("", "-wal"):
+        with contextlib.suppress(OSError):  # no WAL file: nothing to add
+            total += os.path.getsize(f"{path}{suffix}")
+    return total
+
+
+def _size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "kB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{n} B"  # pragma: no cover
+
+
+def _day(when: float | None) -> str:
+    if when is None:
+        return "?"
+    return datetime.fromtimestamp(when, tz=timezone.utc).strftime("%Y-%m-%d")
+
+
+def _table(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [
+        "  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    ]

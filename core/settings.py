@@ -1,0 +1,105 @@
+"""`Settings`: everything a run needs besides the samples and the metrics, in one value.
+
+`evaluate`, `aevaluate` and `Scorer` take ``settings=Settings(...)``; their older keyword
+arguments (``judge=``, ``max_concurrency=``, ...) keep working and build the same value. One
+frozen object rather than a dozen parameters per entry point, so a new knob (``stop_after``)
+reaches every entry point at once, a CLI can build it from its flags, and a run can record it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from .cache import Cache
+from .engine import EmbeddingEngine, JudgeEngine, Price
+from .judge import Embedder, EntailmentModel, Judge
+
+__all__ = ["Settings"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How a run calls its models.
+
+    * ``judge`` — a `Judge` (or a pre-built `JudgeEngine`); ``embedder`` — an `Embedder` (or an
+      `EmbeddingEngine`); ``nli`` — the `EntailmentModel` of the ``nli`` providers.
+    * ``cache`` — an SQLite path, a `Cache`, or None (no cache).
+    * ``max_concurrency`` — provider calls in flight at most, judge and embedder together.
+    * ``timeout`` — seconds per call attempt (None: no limit); HTTP adapters follow it.
+    * ``max_retries`` — retries per call for transient errors and unusable replies.
+    * ``price`` — turns usage into ``evaluation.metadata["cost_usd"]``.
+    * ``stop_after`` — identical unusable-provider failures (a 401, an unknown model, a refused
+      connection; same cause, no reply in between) after which no more calls are sent and the
+      run stops early with ``evaluation.metadata["aborted"]`` naming the cause and the fix.
+    """
+
+    judge: Judge | JudgeEngine | None = None
+    embedder: Embedder | EmbeddingEngine | None = None
+    nli: EntailmentModel | None = None
+    cache: str | os.PathLike[str] | Cache | None = None
+    max_concurrency: int = 8
+    timeout: float | None = 60.0
+    max_retries: int = 4
+    price: Price | None = None
+    stop_after: int = 5
+
+    def __post_init__(self) -> None:
+        for name in ("max_concurrency", "max_retries", "stop_after"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"Settings.{name} must be an int, got {value!r}")
+        if self.max_concurrency < 1:
+            raise ValueError(f"Settings.max_concurrency must be >= 1, got {self.max_concurrency}")
+        if self.max_retries < 0:
+            raise ValueError(f"Settings.max_retries must be >= 0, got {self.max_retries}")
+        if self.stop_after < 1:
+            raise ValueError(f"Settings.stop_after must be >= 1, got {self.stop_after}")
+        if self.timeout is not None and (
+            isinstance(self.timeout, bool)
+            or not isinstance(self.timeout, (int, float))
+            or not math.isfinite(self.timeout)
+            or self.timeout <= 0
+        ):
+            raise ValueError(
+                f"Settings.timeout must be a positive number of seconds or None, "
+                f"got {self.timeout!r}"
+            )
+
+    @classmethod
+    def merged(cls, settings: Settings | None, **keywords: Any) -> Settings:
+        """``settings`` (or the defaults) with the keyword arguments of an older call style.
+
+        A keyword left at its default is not "given". Giving a setting both ways is refused,
+        naming it: two sources for one value is a mistake, and silently preferring one hides it.
+        """
+        defaults = {f.name: f.default for f in fields(cls)}
+        unknown = sorted(set(keywords) - set(defaults))
+        if unknown:
+            raise TypeError(f"unknown setting(s): {', '.join(unknown)}")
+        given = {k: v for k, v in keywords.items() if not _same(v, defaults[k])}
+        if settings is None:
+            return cls(**given)
+        if not isinstance(settings, Settings):
+            raise TypeError(f"settings must be a Settings, got {type(settings).__name__}")
+        if given:
+            names = ", ".join(f"{k}=" for k in sorted(given))
+            raise TypeError(
+                f"{names} given both as keyword and in settings=; pass it in one place "
+                f"(e.g. settings=dataclasses.replace(settings, {next(iter(sorted(given)))}=...))"
+            )
+        return settings
+
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with ``changes`` (``dataclasses.replace``)."""
+        return replace(self, **changes)
+
+
+def _same(value: Any, default: Any) -> bool:
+    if value is default:
+        return True
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return isinstance(default, (int, float)) and value == default
+    return False

@@ -1,0 +1,328 @@
+"""A real OpenAI-compatible HTTP server on 127.0.0.1, scripted per route, for failure tests.
+
+`httpx.MockTransport` tests the adapter's parsing; this server tests what only a socket shows:
+a client timeout against a server that hangs, a connection reset mid-request, a 429 whose
+``Retry-After`` must be honoured, a CLI run in a subprocess against a dead key. It listens on a
+free port, answers each request on its own thread, and records every request it saw.
+
+Routes: ``/v1/chat/completions`` (``"chat"``) and ``/v1/embeddings`` (``"embeddings"``). Each
+route follows a script of modes, one per request, the last repeating (`FakeOpenAI.script`):
+
+``ok``         a right answer: for chat, ``answer(messages)`` if given, else the minimal reply
+               that fits the ragbridge prompt (`ragbridge.core.testing.minimal_reply`); for
+               embeddings, a deterministic vector per input (`HashEmbedder`'s)
+``401``        ``Incorrect API key provided`` (OpenAI's body)
+``404``        ``The model `…` does not exist`` (OpenAI's unknown-model body)
+``500``        an internal server error
+``429``        rate limited, with ``Retry-After: <retry_after>`` seconds
+``hang``       sleeps ``hang_seconds`` before answering (past any client timeout); released at
+               once by `close`, so teardown never waits for it
+``reset``      reads the request, then closes the socket with a TCP reset (no response)
+``garbage``    HTTP 200 with a body that is not JSON
+``truncated``  HTTP 200 with the first half of a valid JSON reply
+``wrong``      HTTP 200, valid JSON, wrong for the request: chat replies that parse but do not
+               fit the prompt (`ragbridge.core.testing.wrong_reply`: one verdict too many, a
+               context number that does not exist); embeddings one vector short
+
+Use it as a context manager or through a fixture::
+
+    with FakeOpenAI() as server:
+        server.script("chat", "401")
+        judge = OpenAIJudge("gpt-fake", base_url=server.base_url, api_key="dummy")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+import pytest
+
+from ragbridge.core.judge import Message
+from ragbridge.core.testing import HashEmbedder, minimal_reply, wrong_reply
+
+__all__ = ["MODES", "FakeOpenAI", "Request", "fake_openai", "free_port"]
+
+MODES = (
+    "ok",
+    "401",
+    "404",
+    "500",
+    "429",
+    "hang",
+    "reset",
+    "garbage",
+    "truncated",
+    "wrong",
+)
+ROUTES = {"/v1/chat/completions": "chat", "/v1/embeddings": "embeddings"}
+
+Answer = Callable[[list[Message]], str]
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request the server received: its route, the mode it was answered with, its body."""
+
+    route: str
+    mode: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+    at: float
+
+
+@dataclass
+class _Script:
+    modes: list[str] = field(default_factory=lambda: ["ok"])
+    position: int = 0
+
+    def next(self) -> str:
+        mode = self.modes[min(self.position, len(self.modes) - 1)]
+        self.position += 1
+        return mode
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on (for connection-refused tests)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+class FakeOpenAI:
+    """The server. ``base_url`` is ``http://127.0.0.1:PORT/v1``; ``requests`` the log."""
+
+    def __init__(
+        self,
+        *,
+        answer: Answer | None = None,
+        retry_after: float = 1.0,
+        hang_seconds: float = 60.0,
+    ) -> None:
+        self.answer = answer
+        self.retry_after = retry_after
+        self.hang_seconds = hang_seconds
+        self.requests: list[Request] = []
+        self._scripts = {"chat": _Script(), "embeddings": _Script()}
+        self._lock = threading.Lock()
+        self._release = threading.Event()
+        self._embedder = HashEmbedder(dim=16)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+
+    # -- control -----------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        port: int = self._httpd.server_address[1]
+        return port
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def script(self, route: str, *modes: str) -> None:
+        """Answer the next requests on ``route`` ("chat" or "embeddings") with ``modes`` in
+        order; the last mode repeats. Resets the route's position."""
+        if route not in self._scripts:
+            raise ValueError(f"unknown route {route!r}; use 'chat' or 'embeddings'")
+        unknown = [m for m in modes if m not in MODES]
+        if unknown or not modes:
+            raise ValueError(f"modes must be among {MODES}, got {modes!r}")
+        with self._lock:
+            self._scripts[route] = _Script(list(modes))
+
+    def count(self, route: str | None = None, mode: str | None = None) -> int:
+        """Requests received on ``route`` (all routes when None), answered with ``mode``."""
+        with self._lock:
+            return sum(
+                1
+                for r in self.requests
+                if (route is None or r.route == route) and (mode is None or r.mode == mode)
+            )
+
+    def close(self) -> None:
+        """Release hanging handlers, stop serving and free the port."""
+        self._release.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeOpenAI:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- answering (called on handler threads) --------------------------------------------
+
+    def _take(self, route: str, body: dict[str, Any], headers: dict[str, str]) -> str:
+        with self._lock:
+            mode = self._scripts[route].next()
+            self.requests.append(Request(route, mode, body, headers, time.monotonic()))
+        return mode
+
+    def _hang(self) -> None:
+        self._release.wait(self.hang_seconds)
+
+    def _chat_ok(self, body: dict[str, Any], wrong: bool = False) -> dict[str, Any]:
+        messages = [dict(m) for m in body.get("messages", [])]
+        if wrong:
+            content = wrong_reply(messages)
+        elif self.answer is not None:
+            content = self.answer(messages)
+        else:
+            content = minimal_reply(messages)
+        prompt = sum(len(str(m.get("content", ""))) for m in messages) // 4
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "model": body.get("model"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": max(1, prompt),
+                "completion_tokens": max(1, len(content) // 4),
+                "total_tokens": max(1, prompt) + max(1, len(content) // 4),
+            },
+        }
+
+    def _embeddings_ok(self, body: dict[str, Any], wrong: bool = False) -> dict[str, Any]:
+        raw = body.get("input", [])
+        texts: Sequence[str] = [raw] if isinstance(raw, str) else list(raw)
+        vectors = [self._embedder._vector(str(t)) for t in texts]
+        if wrong:
+            vectors = vectors[:-1]
+        return {
+            "object": "list",
+            "model": body.get("model"),
+            "data": [
+                {"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)
+            ],
+            "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)},
+        }
+
+
+def _error_body(message: str, kind: str, code: str | None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"  # one request per connection: resets stay per request
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+            return
+
+        def do_POST(self) -> None:
+            route = ROUTES.get(self.path.split("?")[0])
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            if route is None:
+                self._send(404, _error_body(f"no route {self.path}", "invalid_request", None))
+                return
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError:
+                body = {}
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            mode = server._take(route, body, headers)
+            self._answer(route, mode, body)
+
+        def _answer(self, route: str, mode: str, body: dict[str, Any]) -> None:
+            model = str(body.get("model", ""))
+            if mode == "hang":
+                server._hang()
+                mode = "ok"
+            if mode == "ok" or mode == "wrong":
+                wrong = mode == "wrong"
+                reply = (
+                    server._chat_ok(body, wrong)
+                    if route == "chat"
+                    else server._embeddings_ok(body, wrong)
+                )
+                self._send(200, reply)
+            elif mode == "401":
+                message = "Incorrect API key provided: dummy. You can find your API key at ..."
+                self._send(401, _error_body(message, "invalid_request_error", "invalid_api_key"))
+            elif mode == "404":
+                message = f"The model `{model}` does not exist or you do not have access to it."
+                self._send(404, _error_body(message, "invalid_request_error", "model_not_found"))
+            elif mode == "500":
+                self._send(500, _error_body("The server had an error", "server_error", None))
+            elif mode == "429":
+                self._send(
+                    429,
+                    _error_body("Rate limit reached", "requests", "rate_limit_exceeded"),
+                    {"Retry-After": f"{server.retry_after:g}"},
+                )
+            elif mode == "reset":
+                # SO_LINGER 0: close() sends RST instead of FIN, as a crashed proxy would.
+                self.connection.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                )
+                self.connection.close()
+                self.close_connection = True
+            elif mode == "garbage":
+                self._send_raw(200, b"<html>502 Bad Gateway (but with status 200)</html>")
+            elif mode == "truncated":
+                whole = json.dumps(
+                    server._chat_ok(body) if route == "chat" else server._embeddings_ok(body)
+                ).encode()
+                self._send_raw(200, whole[: len(whole) // 2])
+
+        def _send(
+            self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+        ) -> None:
+            self._send_raw(status, json.dumps(payload).encode(), headers)
+
+        def _send_raw(
+            self, status: int, data: bytes, headers: dict[str, str] | None = None
+        ) -> None:
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+            except OSError:  # the client gave up (timeout): nothing to answer
+                self.close_connection = True
+
+        def finish(self) -> None:
+            with contextlib.suppress(OSError, ValueError):  # reset or closed on purpose
+                super().finish()
+
+    return Handler
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAI]:
+    """A running `FakeOpenAI`, closed after the test (hanging handlers are released)."""
+    with FakeOpenAI() as server:
+        yield server
