@@ -18,6 +18,16 @@ Why it is built this way:
   metadata; a `RetrievedContextData` passage becomes a context whose metadata holds its
   ``source``. A malformed test case (a non-string passage, say) raises ValueError naming the
   test case and the field.
+* **``context`` stands in for ``retrieval_context`` when that is empty.** DeepEval's
+  ``HallucinationMetric`` reads ``LLMTestCase.context`` (its own example sets only ``context``),
+  so a hand-built test case with passages in ``context`` and none in ``retrieval_context`` gets
+  them as its contexts (each marked ``metadata["deepeval_field"] = "context"``) as well as its
+  ``reference_contexts`` — instead of "no contexts were retrieved" and a hallucination of 1.0.
+  When both are set, ``retrieval_context`` (what the generator was given) is what
+  faithfulness and hallucination check and ``context`` (DeepEval's "ideal retrieval") stays the
+  reference passages: ragbridge's hallucination is the RAG question "is the answer backed by what
+  was retrieved?". Pass ``contexts_from="context"`` to check against ``context`` instead, as
+  DeepEval's HallucinationMetric does (``"retrieval_context"`` never falls back).
 * **Datasets hold goldens.** `to_dataset` fills ``EvaluationDataset.goldens`` (a `Golden` with an
   ``actual_output`` is a complete record) because that is what DeepEval persists:
   ``save_as("json")`` writes goldens, and ``add_goldens_from_json_file`` reads their
@@ -45,17 +55,20 @@ Importing this module without deepeval raises ImportError naming the extra:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import os
 import tempfile
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from ragbridge.adapters._frameworks import quiet_frameworks
 from ragbridge.core.cache import Cache, open_cache
 from ragbridge.core.engine import EmbeddingEngine, JudgeEngine, cost_of
 from ragbridge.core.judge import Embedder, EntailmentModel, Judge, Message
@@ -67,6 +80,8 @@ from ragbridge.core.scoring import Scorer, explain
 
 INSTALL_HINT = 'pip install "ragbridge[deepeval]"'
 """What to run when the ``deepeval`` extra is missing."""
+
+quiet_frameworks()  # before deepeval is imported: it reads its settings and .env then
 
 try:
     from deepeval._version import __version__ as DEEPEVAL_VERSION
@@ -194,16 +209,32 @@ def _record_metadata(record: Any) -> Any:
     return record.metadata
 
 
+ContextsFrom = Literal["auto", "retrieval_context", "context"]
+_CONTEXTS_FROM = ("auto", "retrieval_context", "context")
+
+
 def from_test_case(
-    test_case: LLMTestCase | Golden, *, id: str | None = None, where: str | None = None
+    test_case: LLMTestCase | Golden,
+    *,
+    id: str | None = None,
+    where: str | None = None,
+    contexts_from: ContextsFrom = "auto",
 ) -> Sample:
     """The `Sample` a DeepEval `LLMTestCase` (or `Golden`) describes.
 
     ``id`` overrides the sample id; ``where`` (e.g. ``"goldens[3]"``) is added to error messages.
-    Raises ValueError naming the test case and the field when a field has the wrong type.
+    ``contexts_from`` says which field becomes the sample's (retrieved) contexts: ``"auto"``
+    takes ``retrieval_context``, or ``context`` when a hand-built test case has no
+    ``retrieval_context`` (see the module docstring); ``"retrieval_context"`` and ``"context"``
+    take that field only. Raises ValueError naming the test case and the field when a field has
+    the wrong type.
     """
     if not isinstance(test_case, (LLMTestCase, Golden)):
         raise TypeError(f"expected an LLMTestCase or Golden, got {type(test_case).__name__}")
+    if contexts_from not in _CONTEXTS_FROM:
+        raise ValueError(
+            f"contexts_from must be one of {', '.join(_CONTEXTS_FROM)}, got {contexts_from!r}"
+        )
     label = _label(test_case, where)
     question = test_case.input
     if not isinstance(question, str):
@@ -240,22 +271,34 @@ def from_test_case(
                 f"{label}: retrieval_context[{i}]: expected a string, got {type(item).__name__}"
             )
 
+    use_context = bool(reference_contexts) and (
+        contexts_from == "context" or (contexts_from == "auto" and extras is None and not contexts)
+    )
+    if use_context:
+        assert reference_contexts is not None
+        contexts = [
+            {"text": text, "metadata": {"deepeval_field": "context"}} for text in reference_contexts
+        ]
+    elif contexts_from == "context":
+        contexts = []
+
     relevance: Any = None
     sample_metadata: dict[str, Any] = meta
     sample_id = test_case.name if isinstance(test_case.name, str) and test_case.name else None
     if extras is not None:
         where_meta = f"metadata[{META_KEY!r}]"
-        extra_contexts = extras.get("contexts", [])
-        if not isinstance(extra_contexts, list) or len(extra_contexts) != len(contexts):
-            got = len(extra_contexts) if isinstance(extra_contexts, list) else "no"
-            raise ValueError(
-                f"{label}: {where_meta}.contexts: {got} entries for {len(contexts)} passages in "
-                "retrieval_context; was retrieval_context edited after conversion?"
-            )
-        for i, (ctx, extra) in enumerate(zip(contexts, extra_contexts, strict=True)):
-            if not isinstance(extra, Mapping):
-                raise ValueError(f"{label}: {where_meta}.contexts[{i}]: expected an object")
-            ctx.update({k: v for k, v in extra.items() if k != "text"})
+        if contexts_from != "context":  # per-passage extras belong to retrieval_context
+            extra_contexts = extras.get("contexts", [])
+            if not isinstance(extra_contexts, list) or len(extra_contexts) != len(contexts):
+                got = len(extra_contexts) if isinstance(extra_contexts, list) else "no"
+                raise ValueError(
+                    f"{label}: {where_meta}.contexts: {got} entries for {len(contexts)} passages "
+                    "in retrieval_context; was retrieval_context edited after conversion?"
+                )
+            for i, (ctx, extra) in enumerate(zip(contexts, extra_contexts, strict=True)):
+                if not isinstance(extra, Mapping):
+                    raise ValueError(f"{label}: {where_meta}.contexts[{i}]: expected an object")
+                ctx.update({k: v for k, v in extra.items() if k != "text"})
         relevance = extras.get("relevance")
         inner = extras.get("metadata") or {}
         if not isinstance(inner, Mapping):
@@ -368,7 +411,8 @@ def save_test_cases(samples: Iterable[Sample], path: str | os.PathLike[str]) -> 
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{target.name}.", dir=target.parent) as tmp:
-        written = dataset.save_as("json", directory=tmp, file_name="dataset")
+        with contextlib.redirect_stdout(io.StringIO()):  # DeepEval prints "dataset saved at"
+            written = dataset.save_as("json", directory=tmp, file_name="dataset")
         os.replace(written, target)
     return target
 
@@ -413,9 +457,15 @@ class RagbridgeMetric(BaseMetric):  # type: ignore[no-untyped-call]
         timeout: float | None = 60.0,
         max_retries: int = 4,
         scorer: Scorer | None = None,
+        contexts_from: ContextsFrom = "auto",
     ) -> None:
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must lie within [0, 1], got {threshold!r}")
+        if contexts_from not in _CONTEXTS_FROM:
+            raise ValueError(
+                f"contexts_from must be one of {', '.join(_CONTEXTS_FROM)}, got {contexts_from!r}"
+            )
+        self.contexts_from: ContextsFrom = contexts_from
         resolved = metric if isinstance(metric, Metric) else resolve_metrics([metric])[0]
         self.metric = resolved
         if scorer is None:
@@ -463,14 +513,14 @@ class RagbridgeMetric(BaseMetric):  # type: ignore[no-untyped-call]
         self, test_case: LLMTestCase, *args: Any, **kwargs: Any
     ) -> float | None:
         """Score ``test_case`` (``*args``/``**kwargs`` are DeepEval's display flags, unused)."""
-        sample = from_test_case(test_case)
+        sample = from_test_case(test_case, contexts_from=self.contexts_from)
         return self._apply(self.scorer.score(sample)[self.metric.name])
 
     async def a_measure(  # type: ignore[override]
         self, test_case: LLMTestCase, *args: Any, **kwargs: Any
     ) -> float | None:
         """The async form of `measure`, on the caller's event loop."""
-        sample = from_test_case(test_case)
+        sample = from_test_case(test_case, contexts_from=self.contexts_from)
         scores = await self.scorer.ascore(sample)
         return self._apply(scores[self.metric.name])
 
@@ -479,10 +529,16 @@ class RagbridgeMetric(BaseMetric):  # type: ignore[no-untyped-call]
         self.score = score.value
         self.reason = None
         self.error = None
+        # Run-level: retrieved ids that (almost) never match the labels, said on ranking scores.
+        warnings = self.scorer.warnings if score.provider == "retrieval" else []
+        notes = [f"warning: {w}" for w in warnings]
         if score.value is None:
-            self.error = explain(score)  # "failed (kind): message" or "skipped: reason"
+            # "failed (kind): message" or "skipped: reason"
+            self.error = "\n".join([explain(score), *notes])
         elif self.include_reason:
-            self.reason = explain(score)
+            self.reason = "\n".join([explain(score), *notes])
+        elif notes:
+            self.reason = "\n".join(notes)
         engine = self.scorer.judge
         cost = cost_of(score.usage, engine.price) if engine is not None else 0.0
         self.evaluation_cost = cost
@@ -531,12 +587,16 @@ def as_deepeval_metric(
     max_concurrency: int = 8,
     timeout: float | None = 60.0,
     max_retries: int = 4,
+    contexts_from: ContextsFrom = "auto",
 ) -> RagbridgeMetric:
     """A DeepEval metric scoring ``metric`` (an object or a name like ``"faithfulness:offline"``).
 
     Success is ``score >= threshold``, or ``score <= threshold`` for measures where lower is
     better (hallucination), as DeepEval's HallucinationMetric has it. ``strict_mode`` sets the
     threshold to 1 (0 for lower-is-better). A failed or skipped ragbridge score sets ``error``.
+    ``contexts_from`` picks the test case field checked as the contexts (`from_test_case`): by
+    default ``retrieval_context``, or ``context`` when a test case has only that one, as in
+    DeepEval's own HallucinationMetric example.
     """
     return RagbridgeMetric(
         metric,
@@ -552,6 +612,7 @@ def as_deepeval_metric(
         max_concurrency=max_concurrency,
         timeout=timeout,
         max_retries=max_retries,
+        contexts_from=contexts_from,
     )
 
 

@@ -8,6 +8,10 @@ good-looking answer* samples first (`diagnose`), the cross-framework comparison
 (`compare_frameworks`) and, per sample, what was asked, retrieved and answered with every
 claim/statement/context verdict behind each score.
 
+Run-level warnings (``Evaluation.metadata["warnings"]``: likely input mistakes such as context
+ids that never match the relevance labels) and an early stop (``metadata["aborted"]``) are shown
+in a red block at the top of the overview, above the numbers they call into question.
+
 It is one HTML file with inline CSS and inline SVG and a few lines of optional JavaScript (open
 a sample's drill-down when a chart point links to it). It makes no network request of any kind
 — no CDN, no web font, no remote image — so it opens the same on a laptop on a plane and in a CI
@@ -191,6 +195,9 @@ nav a { margin-right: 1rem; }
 a { color: #1f5f9e; }
 .muted { color: #5d6875; }
 .note { background: #fff7e0; border-left: 4px solid #e0b040; padding: 0.4rem 0.8rem; }
+.warnings { background: #fde8e6; border-left: 4px solid #b23030; padding: 0.4rem 0.8rem;
+  margin: 0.6rem 0; }
+.warnings ul { margin: 0.2rem 0 0; padding-left: 1.2rem; }
 table { border-collapse: collapse; margin: 0.4rem 0 1rem; background: #fff; font-size: 0.92rem; }
 th, td { border: 1px solid #d6dde5; padding: 0.3rem 0.55rem; text-align: left;
   vertical-align: top; }
@@ -297,11 +304,35 @@ def _header(
         cost = ev.metadata.get("cost_usd")
         if isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost):
             rows.append(("Cost", f"${cost:,.4f}"))
+        out.extend(_warnings_block(name, ev))
         out.append(f'<dl class="meta" data-pipeline="{_e(name)}">')
         for key, value in rows:
             out.append(f"<dt>{_e(key)}</dt><dd>{_e(value)}</dd>")
         out.append("</dl>")
     out.append("</section>")
+    return out
+
+
+def _run_warnings(ev: Evaluation) -> list[str]:
+    """The run's likely input mistakes and early stop, as recorded in its metadata."""
+    found = ev.metadata.get("warnings")
+    lines = [str(w) for w in found if w] if isinstance(found, list) else []
+    aborted = ev.metadata.get("aborted")
+    if isinstance(aborted, str) and aborted:
+        lines.insert(0, f"the run stopped early: {aborted}")
+    return lines
+
+
+def _warnings_block(pipeline: str, ev: Evaluation) -> list[str]:
+    """A visible block listing ``metadata["warnings"]`` (and ``["aborted"]``): numbers that
+    may be wrong are said next to them, not only in the results file."""
+    lines = _run_warnings(ev)
+    if not lines:
+        return []
+    out = [f'<div class="warnings" role="alert" data-pipeline="{_e(pipeline)}">']
+    out.append("<strong>Warning" + ("s" if len(lines) > 1 else "") + "</strong><ul>")
+    out.extend(f"<li>{_e(line)}</li>" for line in lines)
+    out.append("</ul></div>")
     return out
 
 

@@ -7,7 +7,9 @@ things, each deliberately simple and predictable:
   initials and decimals;
 * `salient` — the tokens an embedding similarity is blind to but a faithful answer must get
   right: numbers (with units and percentages), years and dates, and capitalised names;
-* `content_words` — lower-cased words minus stop words, for token-overlap measures.
+* `content_words` — lower-cased words minus stop words, for token-overlap measures;
+* `abstention` — whether a whole answer declines to answer ("I don't know.", "The context does
+  not say."), so claim measures skip it instead of scoring a refusal as an unsupported claim.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import unicodedata
 
 __all__ = [
     "STOPWORDS",
+    "abstention",
     "content_words",
     "normalise",
     "numbers",
@@ -128,3 +131,115 @@ def salient(text: str) -> set[str]:
 def numbers(text: str) -> set[str]:
     """Just the numbers of `salient` (to check a claim's numbers against a context's)."""
     return {_number_key(m.group(0)) for m in _NUMBER.finditer(normalise(text))}
+
+
+# --------------------------------------------------------------------------- abstentions
+#
+# An abstention is an answer that declines to answer. Faithfulness and hallucination would
+# otherwise read "The context does not say." as a claim that nothing supports and score it
+# 0 (hallucination 1), punishing exactly the behaviour a RAG system should show when retrieval
+# found nothing. The rule is deliberately narrow, because skipping a real claim is worse than
+# scoring a refusal: EVERY sentence of the answer must be an abstention (or a bare apology),
+# and an abstaining sentence may not go on to assert something ("..., but it is usually 30
+# days"). Anything else is an ordinary answer and is scored as before.
+
+_SOURCE = (
+    r"(?:the |this |that |these |those |my |our |your |any )?"
+    r"(?:provided |given |retrieved |available |supplied |above |attached |relevant |following )?"
+    r"(?:context|contexts|documents?|documentation|docs|sources?|passages?|texts?|excerpts?|"
+    r"materials?|information|handbook|manual|articles?|knowledge base|search results?)"
+    r"(?: (?:provided|given|retrieved|available|supplied|above|i have|i was given))?"
+)
+_NOT = r"(?:does not|doesn't|do not|don't|did not|didn't|cannot|can't|can not)"
+_SAY = (
+    r"(?:say|says|mention|specify|state|contain|include|provide|cover|tell|answer|address|"
+    r"discuss|give|list|indicate|describe|explain|have|offer)"
+)
+_I_NOT = (
+    r"i (?:do not|don't|did not|didn't|cannot|can't|can not|could not|couldn't|am unable to|"
+    r"'m unable to|was unable to|am not able to|'m not able to|was not able to)"
+)
+_PARTICIPLE = (
+    r"(?:mentioned|specified|stated|provided|given|covered|found|answered|addressed|included|"
+    r"discussed|described|listed)"
+)
+_END = r"(?=[.!]*$)"
+_ABSTAIN_CORE = (
+    # I don't know / I could not find that in the context / I cannot answer that ...
+    rf"{_I_NOT} (?:know|find|answer|tell|say|determine|locate|identify|confirm|provide)\b"
+    # I don't have (enough) information ...
+    rf"|i (?:do not|don't|did not|didn't) have (?:enough |sufficient |any |the )?"
+    r"(?:information|context|details|knowledge|answer)\b"
+    # I have no information / idea ...
+    r"|i have no (?:information|idea|knowledge|details|answer)\b"
+    # I'm not sure / I am not certain
+    r"|i(?:'m| am) not (?:sure|certain)\b"
+    # The context does not say / The documents don't mention ...
+    rf"|{_SOURCE} {_NOT} {_SAY}\b"
+    # There is no information about X (in the provided documents)
+    r"|there (?:is|are|was|were) no (?:information|mention|details?|answer|relevant information)\b"
+    # No information (is available / about X) / Not enough information to answer
+    r"|(?:no|not enough|insufficient) (?:relevant )?(?:information|context|details)"
+    r"(?:(?: (?:is|was|are|were))? (?:available|provided|found|given|about|on|regarding|"
+    rf"in|to answer)\b|{_END})"
+    # The answer / this is not mentioned (in the context); the answer is not in the documents
+    r"|(?:the answer|this|that|it|this information|that information) "
+    r"(?:is not|isn't|was not|wasn't|cannot be|can't be|could not be|couldn't be) "
+    rf"(?:{_PARTICIPLE}(?: (?:in|by|within|from|anywhere in) {_SOURCE})?{_END}"
+    rf"|in {_SOURCE}{_END})"
+    # Unknown. / Not mentioned (in the context).
+    rf"|(?:unknown|not {_PARTICIPLE}(?: in {_SOURCE})?){_END}"
+)
+_APOLOGY = r"(?:(?:i'm |i am |i'm very |i am very )?sorry|unfortunately|apologies|my apologies)"
+_LEAD = rf"(?:{_APOLOGY}[,!]? (?:but )?|(?:but |however,? |regrettably,? ))?"
+_ABSTAIN = re.compile(rf"^{_LEAD}(?:{_ABSTAIN_CORE})(?P<tail>.*)$", re.IGNORECASE)
+_APOLOGY_ONLY = re.compile(rf"^{_APOLOGY}[.!]*$", re.IGNORECASE)
+_ASSERTS_MORE = re.compile(
+    r"[;:]| - |, (?:it|they|he|she|we|this|that|these|those|there|the)\b"
+    r"|\b(?:but|however|although|though|yet|so|therefore|thus|instead|whereas|while|"
+    r"except|otherwise|likely|probably|presumably|possibly|usually|typically|generally|normally|"
+    r"assum\w*|guess|believe|think|suspect|expect|estimate\w*|suggests?|implies|imply|"
+    r"because|since|and it|and they)\b",
+    re.IGNORECASE,
+)
+
+
+def _abstaining_clause(text: str) -> bool:
+    match = _ABSTAIN.match(text.strip())
+    return match is not None and _ASSERTS_MORE.search(match.group("tail")) is None
+
+
+def _abstaining_sentence(sentence: str) -> bool:
+    """One sentence declines to answer, or each of its clauses does ("I don't know, the
+    documents do not say.")."""
+    text = sentence.strip().replace("’", "'").replace("`", "'")
+    text = re.sub(r"\s+n't\b", "n't", text)
+    if _abstaining_clause(text):
+        return True
+    clauses = [c for c in re.split(r"\s*[,;]\s*", text.rstrip(".!")) if c]
+    return len(clauses) > 1 and all(
+        _abstaining_clause(c) or _APOLOGY_ONLY.match(c) for c in clauses
+    )
+
+
+def abstention(answer: str | None) -> str | None:
+    """The answer, clipped to 80 characters, when the WHOLE answer declines to answer; else None.
+
+    Abstentions: "I don't know.", "The context does not say.", "I could not find that in the
+    context.", "There is no information about X in the provided documents.", "Sorry, I cannot
+    answer that from the documents.", "Not mentioned.". Each sentence must abstain (a bare
+    "Sorry." may stand beside them); an answer that abstains on one point and states facts
+    elsewhere ("I don't know the date. The fee is 20 euros."), or goes on to assert something
+    ("The context does not say, but it is probably 30 days."), is not an abstention.
+    """
+    if not answer or not answer.strip():
+        return None
+    parts = sentences(answer)
+    if not parts:
+        return None
+    if not all(_abstaining_sentence(p) or _APOLOGY_ONLY.match(p.strip()) for p in parts):
+        return None
+    if all(_APOLOGY_ONLY.match(p.strip()) for p in parts):
+        return None  # "Sorry." alone declines nothing in particular; leave it to the measures
+    flat = normalise(answer)
+    return flat if len(flat) <= 80 else flat[:79] + "…"

@@ -600,3 +600,101 @@ def test_deepeval_metrics_on_a_ragbridge_judge_run_inside_evaluate(tmp_path: Pat
             assert data.evaluation_model == "counting-judge"
     assert judge.calls > 0
     assert model.usage.calls == judge.calls
+
+
+# --------------------------------------------------------------------------- LLMTestCase.context
+
+# DeepEval's own HallucinationMetric example (docs: metrics-hallucination): only `context` is set.
+DEEPEVAL_CONTEXT = [
+    "A man with blond-hair, and a brown shirt drinking out of a public water fountain."
+]
+DEEPEVAL_EXAMPLE = {
+    "input": "What was the blond doing?",
+    "actual_output": "A blond drinking water in public.",
+    "context": DEEPEVAL_CONTEXT,
+}
+
+
+def backed_judge() -> ScriptedJudge:
+    """Every claim of the answer is backed by context 1."""
+    return ScriptedJudge(
+        {
+            "answer.analyze": {
+                "claims": ["A blond is drinking water in public."],
+                "questions": ["What was the blond doing?"],
+                "noncommittal": False,
+            },
+            "faithfulness.verify": {
+                "verdicts": [{"reason": "context 1 says so", "verdict": "supported", "context": 1}]
+            },
+        }
+    )
+
+
+def test_context_stands_in_for_an_empty_retrieval_context() -> None:
+    sample = from_test_case(LLMTestCase(**DEEPEVAL_EXAMPLE))
+    assert sample.contexts == [
+        Context(text=DEEPEVAL_CONTEXT[0], metadata={"deepeval_field": "context"})
+    ]
+    assert sample.reference_contexts == DEEPEVAL_CONTEXT
+    # both given: retrieval_context is what the answer is checked against, context the reference
+    both = from_test_case(LLMTestCase(**DEEPEVAL_EXAMPLE, retrieval_context=["Only shoes."]))
+    assert [c.text for c in both.contexts] == ["Only shoes."]
+    assert both.reference_contexts == DEEPEVAL_CONTEXT
+    chosen = from_test_case(
+        LLMTestCase(**DEEPEVAL_EXAMPLE, retrieval_context=["Only shoes."]), contexts_from="context"
+    )
+    assert [c.text for c in chosen.contexts] == DEEPEVAL_CONTEXT
+    strict = from_test_case(LLMTestCase(**DEEPEVAL_EXAMPLE), contexts_from="retrieval_context")
+    assert strict.contexts == []
+    # a ragbridge round trip is unchanged: a sample with no contexts keeps none
+    empty = Sample(id="e", question="q", answer="a", reference_contexts=["ref"])
+    assert from_test_case(to_test_case(empty)) == empty
+    with pytest.raises(ValueError, match="contexts_from"):
+        from_test_case(LLMTestCase(**DEEPEVAL_EXAMPLE), contexts_from="both")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("run_async", [False, True])
+def test_hallucination_on_deepevals_own_example_reads_context(run_async: bool) -> None:
+    """Before: 1.0, "no contexts were retrieved" (only retrieval_context was read). After: the
+    answer is checked against LLMTestCase.context, as DeepEval's HallucinationMetric does."""
+    judge = backed_judge()
+    metric = as_deepeval_metric("hallucination", judge=judge, threshold=0.5)
+    case = LLMTestCase(**DEEPEVAL_EXAMPLE)
+    value = asyncio.run(metric.a_measure(case)) if run_async else metric.measure(case)
+    assert value == 0.0
+    assert metric.success is True
+    assert metric.reason is not None
+    assert "no contexts were retrieved" not in metric.reason
+    verify = [c for c in judge.calls if c.task == "faithfulness.verify"]
+    assert len(verify) == 1
+    assert DEEPEVAL_CONTEXT[0] in verify[0].messages[1]["content"]
+    deepeval.assert_test(case, [as_deepeval_metric("hallucination", judge=backed_judge())])
+    # opting out of the fallback gives the old reading back
+    plain = as_deepeval_metric(
+        "hallucination", judge=backed_judge(), contexts_from="retrieval_context"
+    )
+    assert plain.measure(case) == 1.0
+    assert plain.contexts_from == "retrieval_context"
+
+
+def test_ranking_metric_reason_carries_the_run_level_id_warning() -> None:
+    """UUID-like chunk ids against document labels: every case fails with the fix, and the
+    DeepEval error also carries the run-level warning, counting the cases seen so far."""
+    metric = as_deepeval_metric("recall@2")
+    errors = []
+    for n, doc in enumerate(["hr", "it", "travel"]):
+        contexts = [
+            Context(text=f"chunk {n}{k}", id=f"{n}{k}6f1c2e-8f0e-4c55-9d2a-6a1f4f7e9c01",
+                    metadata={"source": name})
+            for k, name in enumerate(["hr", "it", "travel"])
+        ]  # fmt: skip
+        sample = Sample(id=f"q{n}", question="q", contexts=contexts, relevance={doc: 1})
+        assert metric.measure(to_test_case(sample)) is None
+        assert metric.error is not None
+        errors.append(metric.error)
+    assert all("id_key='source'" in e for e in errors)
+    # the cause is certain (metadata holds the labels), so the run-level line comes at once
+    assert "warning: ranking measures: 1 of 1 labelled samples" in errors[0]
+    assert "warning: ranking measures: 3 of 3 labelled samples" in errors[-1]
+    assert metric.scorer.warnings == [errors[-1].split("warning: ", 1)[1]]

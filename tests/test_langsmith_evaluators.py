@@ -651,3 +651,61 @@ def test_summary_with_nothing_scored_reports_no_mean() -> None:
         f"example {uuid.UUID(int=3)}: no relevance labels in the example's outputs (keys tried: "
         "relevance, qrels, relevant_ids; outputs have: none); pass relevance_key=<output name>"
     )
+
+
+# ----------------------------------------------------------------- ids that never match labels
+
+
+def _vector_store_pipeline() -> Any:
+    """LangChain's default: a vector store gives each chunk a fresh UUID as ``Document.id``;
+    the labelled document name sits in ``metadata["source"]``."""
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    store = InMemoryVectorStore.from_texts(
+        list(CORPUS.values()),
+        DeterministicFakeEmbedding(size=16),
+        metadatas=[{"source": doc_id} for doc_id in CORPUS],
+    )
+    retriever = store.as_retriever(search_kwargs={"k": 3})
+
+    @traceable(name="rag")
+    def rag(inputs: dict[str, Any]) -> dict[str, Any]:
+        retriever.invoke(inputs["question"])
+        return {"answer": ANSWER}
+
+    return rag
+
+
+def test_uuid_document_ids_are_said_in_comments_and_summary() -> None:
+    """Before: recall@2 0.0 on every run, comment "score 0.000". After: a typed failure naming
+    id_key='source', and the run-level warning in the comment and the summary."""
+    suite = RagbridgeEvaluators(["recall@2", "mrr"])
+    data = [example(n=i, relevance={d: 1}) for i, d in enumerate(CORPUS, 1)]
+    results = run_evaluate(
+        _vector_store_pipeline(),
+        data,
+        evaluators=suite.evaluators(),
+        summary_evaluators=suite.summary_evaluators(),
+    )
+    rows = list(results)
+    assert len(rows) == 3
+    for row in rows:
+        recall = by_key(row)["recall@2"]
+        assert recall.score is None
+        assert recall.comment is not None
+        assert recall.comment.startswith("failed (invalid_input): none of the 3 retrieved")
+        assert "metadata['source'] holds labelled ids" in recall.comment
+        assert "id_key='source'" in recall.comment
+        assert "warning: ranking measures" in recall.comment  # the cause is certain: said at once
+    # once every run was seen, the comment counts all of them
+    again = suite.result("recall@2", suite.outcome(rows[0]["run"], rows[0]["example"]))
+    (warning,) = suite.scorer.warnings
+    assert warning.startswith("ranking measures: 3 of 3 labelled samples retrieved no labelled")
+    assert again.comment is not None
+    assert again.comment.endswith(f"\nwarning: {warning}")
+    assert again.evaluator_info["warnings"] == [warning]
+    summary = {r.key: r for r in results._summary_results["results"]}
+    assert summary["recall@2_mean"].comment is not None
+    assert f"warning: {warning}" in summary["recall@2_mean"].comment
+    assert summary["recall@2_mean"].evaluator_info["warnings"] == [warning]

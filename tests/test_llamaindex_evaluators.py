@@ -250,9 +250,7 @@ def test_bad_input_names_the_query_and_the_field() -> None:
         evaluator.evaluate(query="q1", response="a", contexts=["ok", 3])  # type: ignore[list-item]
     with pytest.raises(TypeError, match="query 'q2': contexts must be a list of texts"):
         evaluator.evaluate(query="q2", response="a", contexts="one string")
-    with pytest.raises(
-        ValueError, match=r"query 'q3': relevance: grade of 'd1' must be an integer"
-    ):
+    with pytest.raises(ValueError, match=r"query 'q3': relevance\.d1: a grade must be an integer"):
         evaluator.evaluate(query="q3", response="a", contexts=["t"], relevance={"d1": True})
     with pytest.raises(ValueError, match="not one of the scorer's"):
         RagbridgeEvaluator("mrr", scorer=Scorer(["faithfulness"], judge=judge_for(True)))
@@ -657,3 +655,36 @@ def test_provider_suffixed_metric_names_resolve() -> None:
     assert result.score == 1.0
     shared = evaluators_for(["faithfulness:offline", "mrr"], embedder=HashEmbedder())
     assert set(shared) == {"faithfulness", "mrr"}
+
+
+# --------------------------------------------------------------------------- ids vs labels
+
+
+def test_node_labels_against_document_ids_say_use_ref_doc_id_false(short_engine: Any) -> None:
+    """Labels name nodes, contexts are named by document (the default): before, recall 0.0 with
+    no word; after, each result fails naming use_ref_doc_id=False, and the feedback carries the
+    run-level warning. With use_ref_doc_id=False the same labels score."""
+    doc_ids = list(QUESTIONS)[:3]
+    queries = [QUESTIONS[d] for d in doc_ids]
+    responses = [short_engine.query(q) for q in queries]
+    relevance = [{r.source_nodes[0].node.node_id: 1} for r in responses]  # labelled nodes
+
+    by_document = RagbridgeEvaluator("recall@2")
+    runner = BatchEvalRunner(evaluators={"recall@2": by_document}, workers=1)
+    results = runner.evaluate_responses(queries=queries, responses=responses, relevance=relevance)
+    for result in results["recall@2"]:
+        assert result.invalid_result is True
+        assert result.score is None
+        assert "use_ref_doc_id=False" in (result.invalid_reason or "")
+        assert "use_ref_doc_id=False" in (result.feedback or "")
+    (warning,) = by_document.scorer.warnings
+    assert warning.startswith("ranking measures: 3 of 3 labelled samples retrieved no labelled")
+    assert "use_ref_doc_id=False" in warning
+    assert f"warning: {warning}" in (results["recall@2"][-1].feedback or "")
+
+    by_node = RagbridgeEvaluator("recall@2", use_ref_doc_id=False)
+    for query, response, labels in zip(queries, responses, relevance, strict=True):
+        fixed = by_node.evaluate_response(query=query, response=response, relevance=labels)
+        assert (fixed.score, fixed.passing) == (1.0, True)
+        assert "warning" not in (fixed.feedback or "")
+    assert by_node.scorer.warnings == []

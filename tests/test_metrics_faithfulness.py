@@ -222,7 +222,7 @@ def test_misaligned_verdicts_are_a_parse_error() -> None:
         assert s.failure.kind is FailureKind.PARSE_ERROR
         assert "expected 4 verdicts" in s.failure.message
         assert "got 3" in s.failure.message
-    assert f.usage.calls == 2
+    assert f.usage.calls == 3  # analyze, verify and its repair re-ask (the engine validates)
 
 
 def test_too_many_verdicts_are_a_parse_error() -> None:
@@ -230,7 +230,9 @@ def test_too_many_verdicts_are_a_parse_error() -> None:
     _, ctx = make({"answer.analyze": ANALYSIS, "faithfulness.verify": long})
     s = score(Faithfulness(), SAMPLE, ctx)
     assert s.failure is not None
-    assert s.failure.message == ("faithfulness.verify: expected 4 verdicts (one per claim), got 5")
+    assert s.failure.message.startswith(
+        "faithfulness.verify: expected 4 verdicts (one per claim), got 5; reply: "
+    )
 
 
 def test_citing_a_context_that_was_not_given_is_a_parse_error() -> None:
@@ -274,3 +276,44 @@ def test_plan_lists_both_shared_calls_with_rendered_sizes() -> None:
 def test_plan_edge_cases(update: dict[str, Any], expected: list[str]) -> None:
     plan = Faithfulness().plan(SAMPLE.model_copy(update=update))
     assert [c.template_id for c in plan] == expected
+
+
+# The README's pytest example: before, "I could not find that in the context." scored
+# faithfulness 0 and hallucination 1, as one claim the contexts do not support.
+ABSTENTIONS = [
+    "I don't know.",
+    "The context does not say.",
+    "I could not find that in the context.",
+    "There is no information about the tower's height in the provided documents.",
+]
+
+
+@pytest.mark.parametrize("answer", ABSTENTIONS)
+def test_an_abstention_is_skipped_without_a_call(answer: str) -> None:
+    # a judge that WOULD read the refusal as one unsupported claim
+    judge, ctx = make(
+        {
+            "answer.analyze": {**ANALYSIS, "claims": [answer]},
+            "faithfulness.verify": {"verdicts": [verdict("unsupported", None)]},
+        }
+    )
+    sample = SAMPLE.model_copy(update={"answer": answer})
+    f, h = both(sample, ctx)
+    for s in (f, h):
+        assert s.status == "skipped"
+        assert s.reason == (
+            f"the answer abstains ('{answer}'); abstentions are not claims — "
+            "the no_answer measure scores them"
+        )
+    assert judge.calls == []
+    assert Faithfulness().plan(sample) == []
+
+
+def test_an_answer_that_abstains_on_one_point_only_is_scored() -> None:
+    judge, ctx = make({"answer.analyze": ANALYSIS, "faithfulness.verify": THREE_OF_FOUR})
+    partial = SAMPLE.model_copy(
+        update={"answer": "I don't know its architect. " + (SAMPLE.answer or "")}
+    )
+    f, _ = both(partial, ctx)
+    assert f.value == 0.75
+    assert judge.tasks() == ["answer.analyze", "faithfulness.verify"]

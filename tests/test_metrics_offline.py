@@ -28,7 +28,7 @@ from ragbridge.core.metrics.offline import (
 )
 from ragbridge.core.results import FailureKind
 from ragbridge.core.testing import HashEmbedder
-from ragbridge.core.text import normalise, salient, sentences
+from ragbridge.core.text import abstention, normalise, salient, sentences
 
 
 @dataclass
@@ -364,3 +364,89 @@ def test_offline_faithfulness_on_faithbench_rows_with_the_local_model() -> None:
     copy = samples[0].model_copy(update={"id": "copy", "answer": rows[0]["source"]})
     same = evaluate([copy], [Faithfulness(provider="offline")], embedder=LocalEmbedder())
     assert same.get("copy", "faithfulness").value == 1.0  # type: ignore[union-attr]
+
+
+# -- abstentions -----------------------------------------------------------------------------
+
+ABSTAINING = [
+    "I don't know.",
+    "The context does not say.",
+    "I could not find that in the context.",
+    "There is no information about the parking fee in the provided documents.",
+    "The handbook does not say.",  # the demo pipelines' fallback answer
+    "Sorry, I cannot answer that from the documents.",
+    "I'm sorry. I could not find that in the context.",
+    "The provided context doesn’t mention the refund window.",
+    "Unfortunately, the documents do not specify when the office opens.",
+    "I don't have enough information to answer this question.",
+    "No information is available about that.",
+    "This is not mentioned in the context.",
+    "Not mentioned.",
+    "Unknown.",
+    "I don't know, the documents do not say.",  # two abstaining clauses
+]
+STATING = [
+    "I don't know the date. The fee is 20 euros.",  # abstains on one point, states another
+    "The context does not say, but it is probably 30 days.",
+    "The context does not mention the price; it is $20.",
+    "The documents do not say the office closes at 5 pm, it opens at 9 am.",
+    "The context does not mention pets, so they are likely not allowed.",
+    "I don't know. Please contact HR at 555-1234.",
+    "There is no fee because parking is free.",
+    "The policy does not allow pets.",
+    "No data loss occurs during migration.",
+    "No information is shared with third parties.",
+    "It is not available on weekends.",
+    "It is not covered by insurance.",
+    "Not available.",
+    "I don't know, it is 30 days.",
+    "Sorry.",
+    "Paris is the capital of France.",
+]
+
+
+@pytest.mark.parametrize("answer", ABSTAINING)
+def test_whole_answer_abstentions_are_recognised(answer: str) -> None:
+    assert abstention(answer) == normalise(answer)
+
+
+@pytest.mark.parametrize("answer", STATING)
+def test_answers_that_state_something_are_not_abstentions(answer: str) -> None:
+    assert abstention(answer) is None
+
+
+def test_abstention_is_clipped_for_the_reason() -> None:
+    long = "I could not find that in the context " + "x" * 100 + "."
+    found = abstention(long)
+    assert found is not None
+    assert len(found) == 80
+    assert found.endswith("…")
+    assert abstention(None) is None
+    assert abstention("   ") is None
+
+
+def test_offline_and_nli_providers_skip_an_abstention_without_a_model_call() -> None:
+    """Before: faithfulness 0.0, hallucination 1.0 on "The context does not say."."""
+    sample = Sample(
+        id="s",
+        question="When does the office open?",
+        answer="The context does not say.",
+        contexts=[Context(text="Parking is free for all.")],
+    )
+    embedder, nli = TableEmbedder({}), FakeNLI()
+    result = evaluate(
+        [sample],
+        ["faithfulness:offline", "hallucination:offline"],
+        embedder=embedder,
+    )
+    nli_result = evaluate([sample], ["faithfulness:nli", "hallucination:nli"], nli=nli)
+    for ev in (result, nli_result):
+        for name in ("faithfulness", "hallucination"):
+            score_ = ev.get("s", name)
+            assert score_ is not None
+            assert score_.status == "skipped"
+            assert (score_.reason or "").startswith(
+                "the answer abstains ('The context does not say.'); abstentions are not claims"
+            )
+    assert embedder.seen == []
+    assert nli.pairs == []

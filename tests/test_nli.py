@@ -18,16 +18,20 @@ from typing import Any
 
 import pytest
 
-from ragbridge.adapters.nli import (
-    INSTALL_HINT,
-    NLIFaithfulness,
-    NLIHallucination,
-    NLIModel,
-    NLIModelNotFoundError,
-    _columns,
-)
+from ragbridge.adapters.nli import INSTALL_HINT, NLIModel, NLIModelNotFoundError, _columns
 from ragbridge.core import Sample, evaluate
 from ragbridge.core.judge import Entailment, EntailmentModel
+from ragbridge.core.metrics import Faithfulness, Hallucination, by_name
+
+
+def nli_faithfulness(threshold: float = 0.5) -> Faithfulness:
+    """The core measure with the nli provider (the adapter holds no copy of it)."""
+    return Faithfulness("nli", entailment=threshold)
+
+
+def nli_hallucination() -> Hallucination:
+    return Hallucination("nli")
+
 
 HAVE_TORCH = all(importlib.util.find_spec(m) is not None for m in ("torch", "transformers"))
 needs_torch = pytest.mark.skipif(not HAVE_TORCH, reason="needs the nli extra (torch, transformers)")
@@ -173,7 +177,7 @@ def test_two_label_model(models: dict[str, Path]) -> None:
         assert e.contradiction == 0.0
         assert e.entailment + e.neutral == pytest.approx(1.0, abs=1e-5)
     sample = Sample(id="s", question="q", answer="Paris is in France.", contexts=["paris ."])
-    ev = evaluate([sample], [NLIFaithfulness(), NLIHallucination()], nli=nli)
+    ev = evaluate([sample], [nli_faithfulness(), nli_hallucination()], nli=nli)
     assert ev.get("s", "faithfulness").status == "scored"  # type: ignore[union-attr]
     failure = ev.get("s", "hallucination").failure  # type: ignore[union-attr]
     assert failure is not None
@@ -220,7 +224,7 @@ def test_metrics_end_to_end(models: dict[str, Path]) -> None:
         return forward(pairs)
 
     nli._forward = counting  # type: ignore[method-assign]
-    ev = evaluate(samples, [NLIFaithfulness(), NLIHallucination()], nli=nli)
+    ev = evaluate(samples, [nli_faithfulness(), nli_hallucination()], nli=nli)
     assert sum(calls) == 4  # 2 sentences x 2 contexts, shared by both measures via the memo
 
     sentences = ("Paris is in France.", "Berlin is in Germany.")
@@ -279,7 +283,7 @@ def test_columns_refuse_other_label_sets(id2label: dict[int, str]) -> None:
 
 def test_settings_are_checked() -> None:
     with pytest.raises(ValueError, match="threshold"):
-        NLIFaithfulness(threshold=1.5)
+        Faithfulness("nli", entailment=1.5)
     with pytest.raises(ValueError, match="batch_size"):
         NLIModel("m", batch_size=0)
     with pytest.raises(ValueError, match="model"):
@@ -320,7 +324,7 @@ def test_scripted_values_by_hand() -> None:
     faithfulness = 1/2 at threshold 0.5 and 2/2 at 0.25; hallucination = (0.1 + 0.6)/2 = 0.35,
     max 0.6.
     """
-    ev = evaluate([SAMPLE], [NLIFaithfulness(), NLIHallucination()], nli=ScriptedNLI(TABLE))
+    ev = evaluate([SAMPLE], [nli_faithfulness(), nli_hallucination()], nli=ScriptedNLI(TABLE))
     faith, hall = ev.get("s", "faithfulness"), ev.get("s", "hallucination")
     assert faith is not None
     assert hall is not None
@@ -336,20 +340,75 @@ def test_scripted_values_by_hand() -> None:
     assert hall.details["mean"] == 0.35  # type: ignore[index,call-overload]
     assert [s["contradiction"] for s in hall.details["sentences"]] == [0.1, 0.6]  # type: ignore[index,call-overload]
 
-    low = evaluate([SAMPLE], [NLIFaithfulness(threshold=0.25)], nli=ScriptedNLI(TABLE))
+    low = evaluate([SAMPLE], [nli_faithfulness(threshold=0.25)], nli=ScriptedNLI(TABLE))
     assert low.get("s", "faithfulness").value == 1.0  # type: ignore[union-attr]
 
 
 def test_names_and_providers() -> None:
-    f, h = NLIFaithfulness(), NLIHallucination()
+    f, h = by_name("faithfulness:nli"), by_name("hallucination:nli")
     assert (f.name, h.name) == ("faithfulness", "hallucination")
     for m in (f, h):
         assert m.provider == "nli"
         assert m.needs_nli
         assert not m.needs_judge
         assert not m.needs_embedder
-    assert f.threshold == 0.5
-    assert repr(f) == "NLIFaithfulness(threshold=0.5)"
+    assert isinstance(f, Faithfulness)
+    assert f.entailment == 0.5
+    assert repr(f) == "Faithfulness(provider='nli')"
+
+
+def test_the_adapter_holds_no_second_copy_of_the_measures() -> None:
+    import ragbridge.adapters.nli as adapter
+
+    assert not hasattr(adapter, "NLIFaithfulness")
+    assert not hasattr(adapter, "NLIHallucination")
+
+
+class TwoLabelNLI(ScriptedNLI):
+    """A two-label (entailment / not_entailment) model double: it never reports contradiction."""
+
+    detects_contradiction = False
+
+    async def predict(self, pairs: Sequence[tuple[str, str]]) -> list[Entailment]:
+        out = await super().predict(pairs)
+        return [Entailment(e.entailment, 1.0 - e.entailment, 0.0) for e in out]
+
+
+class LazyTwoLabelNLI(TwoLabelNLI):
+    """Like `NLIModel`: it only knows it has two labels once the first predict loaded it."""
+
+    def __init__(self, table: dict[tuple[str, str], tuple[float, float, float]]) -> None:
+        super().__init__(table)
+        self.detects_contradiction = None  # type: ignore[assignment]
+
+    async def predict(self, pairs: Sequence[tuple[str, str]]) -> list[Entailment]:
+        self.detects_contradiction = False
+        return await super().predict(pairs)
+
+
+@pytest.mark.parametrize("model", [TwoLabelNLI, LazyTwoLabelNLI])
+def test_hallucination_by_name_refuses_a_two_label_model(model: type[ScriptedNLI]) -> None:
+    """Before: by_name("hallucination:nli") scored 0.0 on a two-label model (the guard lived
+    only in an adapter subclass). After: one implementation, a typed failure naming the model."""
+    nli = model(TABLE)
+    ev = evaluate([SAMPLE], ["faithfulness:nli", "hallucination:nli"], nli=nli)
+    faith, hall = ev.get("s", "faithfulness"), ev.get("s", "hallucination")
+    assert faith is not None
+    assert hall is not None
+    assert faith.value == 0.5  # entailment-based: a two-label model serves faithfulness
+    assert hall.value is None
+    assert hall.failure is not None
+    assert hall.failure.kind.value == "invalid_input"
+    assert "scripted-nli" in hall.failure.message
+    assert "not_entailment" in hall.failure.message
+    assert "three-label" in hall.failure.message
+
+
+def test_threshold_is_checked_in_the_core() -> None:
+    with pytest.raises(ValueError, match="entailment threshold"):
+        Faithfulness("nli", entailment=1.5)
+    with pytest.raises(ValueError, match="entailment threshold"):
+        Hallucination("nli", entailment=True)
 
 
 @pytest.mark.parametrize(
@@ -362,7 +421,7 @@ def test_names_and_providers() -> None:
 )
 def test_edge_policy(sample: Sample, faith: object, hall: object) -> None:
     nli = ScriptedNLI(TABLE)
-    ev = evaluate([sample], [NLIFaithfulness(), NLIHallucination()], nli=nli)
+    ev = evaluate([sample], [nli_faithfulness(), nli_hallucination()], nli=nli)
     for name, want in (("faithfulness", faith), ("hallucination", hall)):
         score = ev.get(sample.id, name)
         assert score is not None
@@ -375,7 +434,7 @@ def test_edge_policy(sample: Sample, faith: object, hall: object) -> None:
 
 
 def test_without_a_model_is_missing_input() -> None:
-    ev = evaluate([SAMPLE], [NLIFaithfulness()])
+    ev = evaluate([SAMPLE], [nli_faithfulness()])
     failure = ev.get("s", "faithfulness").failure  # type: ignore[union-attr]
     assert failure is not None
     assert failure.kind.value == "missing_input"

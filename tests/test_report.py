@@ -538,3 +538,34 @@ def test_offline_only_runs_say_there_was_no_judge() -> None:
     html = render_report(ev)
     assert "<dt>Judge model</dt><dd>none (offline providers only)</dd>" in html
     assert "<dt>Judge calls</dt>" not in html
+
+
+def test_run_warnings_are_a_visible_block_in_the_overview() -> None:
+    """Ids that never match the labels (from the run): said at the top of the report."""
+    from ragbridge.core.retrieval import score_samples
+
+    samples = [
+        Sample(
+            id=f"q{i}",
+            question="q",
+            contexts=[Context(text="t", id=f"<i>chunk-{i}</i>")],
+            relevance={f"doc-{i}": 1},
+        )
+        for i in range(3)
+    ]
+    ev = score_samples(samples, ["recall@5"])
+    (warning,) = ev.metadata["warnings"]
+    ev.metadata["aborted"] = "judge: 401 Unauthorized on 5/5 calls — check OPENAI_API_KEY"
+    page = render_report(ev, samples=samples, generated_at=WHEN)
+    block = re.search(r'<div class="warnings" role="alert"[^>]*>(.*?)</div>', page, re.S)
+    assert block is not None
+    items = [html.unescape(i) for i in re.findall(r"<li>(.*?)</li>", block.group(1), re.S)]
+    assert items == [
+        "the run stopped early: judge: 401 Unauthorized on 5/5 calls — check OPENAI_API_KEY",
+        warning,
+    ]
+    assert page.index('class="warnings"') < page.index('id="summary"')  # above the numbers
+    assert "retrieved '<i>chunk-0</i>'" in warning
+    assert "<i>chunk" not in page  # escaped like every user string
+    quiet = render_report(_evaluation(), samples=_samples(), generated_at=WHEN)
+    assert 'class="warnings"' not in quiet

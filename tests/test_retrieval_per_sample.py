@@ -40,7 +40,14 @@ def test_values_come_from_context_order_against_relevance() -> None:
     assert values["r_precision"] == pytest.approx(1 / 3)
     recall = scores["recall@4"]
     assert recall.provider == "retrieval"
-    assert recall.details == {"relevant_ranks": [2, 4], "num_relevant": 3}
+    assert recall.details == {
+        "relevant_ranks": [2, 4],
+        "num_relevant": 3,
+        "ids_matched": 3,  # d3 (grade 0) is a label too: the ids do name the labelled things
+        "ids_retrieved": 4,
+    }
+    assert recall.reason is None
+    assert "warnings" not in score_samples([sample], ["mrr"]).metadata
 
 
 def test_no_answer_question_skips_ranking_measures_and_scores_no_answer() -> None:
@@ -108,3 +115,63 @@ def test_evaluation_keeps_sample_order_and_rejects_counts() -> None:
         score_samples(samples, ["num_ret"])
     with pytest.raises(ValueError, match="duplicate sample id"):
         score_samples([samples[0], samples[0]], ["mrr"])
+
+
+def test_an_abstaining_answer_counts_as_declined() -> None:
+    for answer in ("I don't know.", "The context does not say.", "Sorry, I could not find that."):
+        sample = _sample("s", ["d1"], {}, answer=answer)
+        score = score_sample(sample, ["no_answer"])["no_answer"]
+        assert score.value == 1.0, answer
+        assert "abstains" in (score.reason or "")
+    stated = _sample("s", ["d1"], {}, answer="The office opens at 9.")
+    assert score_sample(stated, ["no_answer"])["no_answer"].value == 0.0
+
+
+def test_ids_that_match_no_label_are_flagged_on_the_sample() -> None:
+    """A sample whose retrieved ids are none of its labels: a 0 that says why."""
+    sample = _sample("s", ["chunk-7", "chunk-2"], {"doc-1": 1, "doc-4": 0})
+    score = score_sample(sample, ["recall@5"])["recall@5"]
+    assert score.value == 0.0
+    assert score.details is not None
+    assert score.details["ids_matched"] == 0  # type: ignore[call-overload]
+    assert score.details["id_mismatch"] == {  # type: ignore[call-overload]
+        "retrieved": "chunk-7",
+        "labelled": "doc-1",
+        "labels_in_metadata": None,
+        "llamaindex": False,
+    }
+    assert "none of the 2 retrieved context ids (e.g. 'chunk-7')" in (score.reason or "")
+    assert "labelled id (e.g. 'doc-1')" in (score.reason or "")
+    # one genuine miss, no cause in sight: no run-level warning
+    assert "warnings" not in score_samples([sample], ["recall@5"]).metadata
+
+
+def test_labels_found_in_metadata_make_the_sample_a_typed_failure() -> None:
+    """The ids are chunk UUIDs, the labels sit in metadata['source']: conclusive, not a 0."""
+    contexts = [
+        Context(text="a", id="0b6f1c2e-8f0e-4c55-9d2a-6a1f4f7e9c01", metadata={"source": "hr.md"}),
+        Context(text="b", id="5c3d7a90-1b2e-4f8a-b6c4-2d9e8f7a6b5c", metadata={"source": "it.md"}),
+    ]
+    sample = Sample(id="s", question="q", contexts=contexts, relevance={"it.md": 1})
+    evaluation = score_samples([sample], ["recall@5", "mrr"])
+    for metric in ("recall@5", "mrr"):
+        score = evaluation.get("s", metric)
+        assert score is not None
+        assert score.failure is not None
+        assert score.failure.kind is FailureKind.INVALID_INPUT
+        assert "metadata['source'] holds labelled ids" in score.failure.message
+        assert "id_key='source'" in score.failure.message
+    (warning,) = evaluation.metadata["warnings"]
+    assert warning.startswith("ranking measures: 1 of 1 labelled samples retrieved no labelled")
+    assert "id_key='source'" in warning
+
+
+def test_llamaindex_node_labels_name_use_ref_doc_id_false() -> None:
+    contexts = [
+        Context(text="a", id="handbook", metadata={"node_id": "n-1", "ref_doc_id": "handbook"}),
+        Context(text="b", id="faq", metadata={"node_id": "n-9", "ref_doc_id": "faq"}),
+    ]
+    sample = Sample(id="s", question="q", contexts=contexts, relevance={"n-9": 1})
+    score = score_sample(sample, ["mrr"])["mrr"]
+    assert score.failure is not None
+    assert "use_ref_doc_id=False" in score.failure.message

@@ -37,7 +37,10 @@ Design decisions:
   message names the run id and the keys tried) and ``extra={"error": True}``, which is how
   LangSmith marks errored feedback. The experiment always completes.
 * **Where the provenance goes.** ``comment`` is `explain(score)` (the reason and one line per
-  claim / statement / context verdict). Everything else (per-claim ``details``, provider, judge
+  claim / statement / context verdict); on ranking measures it ends with ``warning: ...`` lines
+  once the run-level check finds retrieved ids that (almost) never match the labels
+  (`ragbridge.core.id_check`; also in ``evaluator_info["warnings"]`` and the summary comment).
+  Everything else (per-claim ``details``, provider, judge
   model, prompt version, usage, latency, failure) is in ``evaluator_info``: in langsmith 0.14 that
   is the field ``_log_evaluation_feedback`` uploads (as the feedback's ``source_info``);
   ``EvaluationResult.metadata`` is not uploaded.
@@ -586,10 +589,15 @@ class RagbridgeEvaluators:
             info["sample_id"] = outcome.sample.id
         if score.failure is not None:
             info["failure"] = {"kind": score.failure.kind.value, "message": score.failure.message}
+        comment = explain(score)
+        warnings = self.scorer.warnings if score.provider == "retrieval" else []
+        if warnings:  # run-level: retrieved ids that (almost) never match the labels
+            info["warnings"] = warnings
+            comment = "\n".join([comment, *(f"warning: {w}" for w in warnings)])
         return EvaluationResult(
             key=self.keys[metric],
             score=score.value,
-            comment=explain(score),
+            comment=comment,
             evaluator_info=info,
             feedback_config=dict(_FEEDBACK_CONFIG),
             extra={"error": True} if score.failure is not None else None,
@@ -659,6 +667,10 @@ class RagbridgeRunEvaluator(RunEvaluator):
         return f"<RagbridgeRunEvaluator {', '.join(self.feedback_keys)}>"
 
 
+def _ranking(scores: Sequence[Score]) -> bool:
+    return any(s.provider == "retrieval" for s in scores)
+
+
 class RagbridgeSummaryEvaluator:
     """A LangSmith summary evaluator ``(runs, examples) -> EvaluationResults``.
 
@@ -721,6 +733,10 @@ class RagbridgeSummaryEvaluator:
         if failed:
             counts += " (" + ", ".join(f"{k}: {v}" for k, v in sorted(failed.items())) + ")"
         counts += f", {n_skipped} skipped"
+        warnings = self.suite.scorer.warnings if _ranking(scores) else []
+        if warnings:
+            info["warnings"] = warnings
+            counts += "".join(f"\nwarning: {w}" for w in warnings)
         if values:
             ci = mean_ci(
                 values, confidence=self.confidence, n_resamples=self.n_resamples, seed=self.seed

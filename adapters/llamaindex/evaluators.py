@@ -184,7 +184,10 @@ class _Group:
 
     async def score(self, name: str, sample: Sample) -> Score:
         entry = self._entry(name, sample)
-        return await self.metrics[name].score(sample, entry.ctx)
+        score = await self.metrics[name].score(sample, entry.ctx)
+        # Run-level: do ids match labels? Keyed by content, as samples here often share an id.
+        self.scorer.id_check.add_score(_fingerprint(sample), score)
+        return score
 
     def __len__(self) -> int:
         return len(self._memo)
@@ -203,6 +206,13 @@ def _group_of(scorer: Scorer) -> _Group:
 
 
 # --------------------------------------------------------------------------- evaluator
+
+
+def _with_warnings(text: str, score: Score, scorer: Scorer) -> str:
+    """A ranking score's feedback plus the run-level warnings (ids that never match labels)."""
+    if score.provider != "retrieval":
+        return text
+    return "\n".join([text, *(f"warning: {line}" for line in scorer.warnings)])
 
 
 class RagbridgeEvaluationResult(EvaluationResult):
@@ -376,7 +386,7 @@ class RagbridgeEvaluator(BaseEvaluator):
             "query": sample.question,
             "contexts": [c.text for c in sample.contexts],
             "response": sample.answer,
-            "feedback": explain(score),
+            "feedback": _with_warnings(explain(score), score, self.scorer),
             "metric": self.metric_name,
             "ragbridge_score": score,
             "sample": sample,

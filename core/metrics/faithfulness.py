@@ -19,7 +19,11 @@ Edge policy, chosen so no case is silently scored:
   here and DeepEval's FaithfulnessMetric returns 1.0; a NaN poisons a mean and a 1.0 rewards an
   answer that says nothing, so ragbridge reports a typed failure instead;
 * no contexts → faithfulness 0.0 (hallucination 1.0) with every claim unsupported, without a
-  verify call: nothing retrieved can back anything.
+  verify call: nothing retrieved can back anything;
+* the whole answer abstains ("I don't know.", "The context does not say.";
+  `ragbridge.core.text.abstention`) → skipped with that reason, on every provider and without a
+  call: a refusal asserts nothing, so scoring it as an unsupported claim (0, hallucination 1)
+  would punish the right behaviour. The ``no_answer`` measure counts such answers as declined.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from __future__ import annotations
 from ..prompts.faithfulness import ANSWER_ANALYZE, FAITHFULNESS_VERIFY
 from ..results import Score
 from ..sample import Sample
+from ..text import abstention
 from . import offline
 from ._shared import (
     ClaimCheck,
@@ -62,8 +67,11 @@ class _ClaimMetric(Metric):
         entailment: float = DEFAULT_ENTAILMENT,
     ) -> None:
         self._use_provider(provider)
+        for arg, value in (("similarity", similarity), ("entailment", entailment)):
+            if isinstance(value, bool) or not 0.0 <= float(value) <= 1.0:
+                raise ValueError(f"{arg} threshold must lie in [0, 1], got {value!r}")
         self.settings = offline.OfflineSettings(similarity=similarity)
-        self.entailment = entailment
+        self.entailment = float(entailment)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(provider={self.provider!r})"
@@ -71,12 +79,17 @@ class _ClaimMetric(Metric):
     def plan(self, sample: Sample, shared_tags: frozenset[str] = frozenset()) -> list[PlannedCall]:
         if self.provider != "llm" or not has_inputs(sample, self.requires):
             return []
+        if abstention(sample.answer) is not None:
+            return []
         calls = [plan_analyze(sample)]
         if sample.contexts:
             calls.append(plan_verify(sample))
         return calls
 
     async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
+        declined = abstention(sample.answer)
+        if declined is not None:
+            return Score.skip(abstention_reason(declined))
         hallucination = isinstance(self, Hallucination)
         if self.provider == "offline":
             return await offline.faithfulness(
@@ -93,6 +106,14 @@ class _ClaimMetric(Metric):
 
     def _from_verdicts(self, check: ClaimCheck) -> Score:
         raise NotImplementedError
+
+
+def abstention_reason(declined: str) -> str:
+    """Why a claim measure skipped an abstaining answer (shared by every provider)."""
+    return (
+        f"the answer abstains ('{declined}'); abstentions are not claims — "
+        "the no_answer measure scores them"
+    )
 
 
 def _details(check: ClaimCheck) -> dict[str, object]:

@@ -10,18 +10,42 @@ over transformers); the measure only needs the `EntailmentModel` protocol, so it
   value = supported / claims.
 * hallucination: each answer sentence's contradiction probability, maximised over contexts;
   value = the mean over sentences (details also give the maximum, the usual alarm threshold).
+
+Two-label models (``entailment`` / ``not_entailment``) serve faithfulness only: "not entailed"
+lumps neutral and contradicted together, so such a model reports contradiction 0 for every pair
+and hallucination would read a flat, plausible 0.0. A model says it is one by exposing
+``detects_contradiction = False`` (`ragbridge.adapters.nli.NLIModel` sets it once loaded);
+hallucination then fails with ``invalid_input`` naming the model, whichever way the measure was
+built (``Hallucination(provider="nli")``, ``by_name("hallucination:nli")``, a CLI name).
 """
 
 from __future__ import annotations
 
+from ..judge import EntailmentModel
 from ..results import FailureKind, Score
 from ..sample import Sample
 from ..text import sentences
 from .base import MetricContext
 
-__all__ = ["DEFAULT_ENTAILMENT", "nli_faithfulness", "nli_hallucination"]
+__all__ = ["DEFAULT_ENTAILMENT", "detects_contradiction", "nli_faithfulness", "nli_hallucination"]
 
 DEFAULT_ENTAILMENT = 0.5
+
+
+def detects_contradiction(model: object) -> bool | None:
+    """Whether an `EntailmentModel` has a contradiction class: False for a two-label model,
+    None when the model does not say (or has not loaded yet)."""
+    found = getattr(model, "detects_contradiction", None)
+    return found if isinstance(found, bool) else None
+
+
+def _two_label_failure(model: EntailmentModel) -> Score:
+    return Score.fail(
+        FailureKind.INVALID_INPUT,
+        f"NLI model {model.model!r} has only entailment / not_entailment labels, so it cannot "
+        "detect contradiction: hallucination:nli needs a three-label MNLI model "
+        "(entailment / neutral / contradiction); a two-label model serves faithfulness:nli only",
+    )
 
 
 async def _matrix(
@@ -81,9 +105,13 @@ async def nli_faithfulness(sample: Sample, ctx: MetricContext, threshold: float)
 
 
 async def nli_hallucination(sample: Sample, ctx: MetricContext) -> Score:
+    if ctx.nli is not None and detects_contradiction(ctx.nli) is False:
+        return _two_label_failure(ctx.nli)
     found = await _matrix(sample, ctx)
     if isinstance(found, Score):
         return found
+    if ctx.nli is not None and detects_contradiction(ctx.nli) is False:  # known once it loaded
+        return _two_label_failure(ctx.nli)
     claims, rows = found
     if not sample.contexts:
         return Score(

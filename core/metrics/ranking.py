@@ -3,6 +3,11 @@
 The values come from `ragbridge.core.retrieval` (the trec_eval-exact kernels); this wrapper only
 gives them the `Metric` shape. Scoring one sample at a time costs a few microseconds more than
 `score_samples` over a whole set, which is nothing next to a judge call.
+
+Retrieved ids that match none of a sample's labels are flagged on its score
+(``details["ids_matched"]``, a reason, or ``invalid_input`` when the labels sit in the contexts'
+metadata); `ragbridge.core.evaluate` then adds one run-level line to ``metadata["warnings"]``
+when none or almost none of the labelled samples match (`ragbridge.core.id_check`).
 """
 
 from __future__ import annotations

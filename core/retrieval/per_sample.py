@@ -9,7 +9,13 @@ never meets:
   measure is *skipped* with that reason — recall and AP would divide by zero, and a 0 would punish
   a pipeline for a question with no right answer. The ``no_answer`` measure scores these samples
   instead: 1 when the pipeline returned no context scoring at or above ``no_answer_threshold``
-  (any context counts when the threshold is None) or declined (``metadata["declined"] is True``).
+  (any context counts when the threshold is None) or declined (``metadata["declined"] is True``,
+  or an answer that abstains as a whole: "I don't know.", see `ragbridge.core.text.abstention`).
+* retrieved ids that match none of the labels (LangChain's per-chunk UUIDs against document
+  labels, say): the scores say so in ``details["ids_matched"]`` / ``details["id_mismatch"]``
+  and their reason; a context whose metadata holds a labelled id while no id is one makes the
+  sample an ``invalid_input`` failure naming the fix; and when none or almost none of a run's
+  labelled samples match, ``metadata["warnings"]`` gets one line (`ragbridge.core.id_check`).
 * a context without an id while labels exist: a ``missing_input`` failure naming ``contexts[i].id``.
 * the same id twice in one ranking (several chunks of one labelled document): the first occurrence
   counts and later ones are dropped, as document-level evaluation requires.
@@ -19,8 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from ..id_check import match_ids, note_id_warnings
 from ..results import Evaluation, FailureKind, Score
 from ..sample import Sample
+from ..text import abstention
 from .compute import evaluate_run
 from .measures import Measure, parse_measures
 from .ranking import Qrels, Run
@@ -43,6 +51,14 @@ def _no_answer(sample: Sample, threshold: float | None) -> Score:
     declined = sample.metadata.get("declined") is True
     if declined:
         return Score(value=1.0, reason="the pipeline declined to answer", provider=PROVIDER)
+    abstains = abstention(sample.answer)
+    if abstains is not None:
+        return Score(
+            value=1.0,
+            reason=f"the answer abstains ('{abstains}'): the pipeline declined to answer",
+            details={"abstention": abstains},
+            provider=PROVIDER,
+        )
     if not returned:
         where = "" if threshold is None else f" scoring >= {threshold}"
         return Score(value=1.0, reason=f"no context{where} was returned", provider=PROVIDER)
@@ -105,14 +121,25 @@ def score_samples(
             assert sample.relevance is not None
             relevant = {d for d, g in sample.relevance.items() if g >= relevance_level}
             ranks = [r + 1 for r, d in enumerate(rankings[sample.id]) if d in relevant]
-            details = {"relevant_ranks": ranks, "num_relevant": len(relevant)}
+            match = match_ids(sample.contexts, sample.relevance, level=relevance_level)
+            details = {"relevant_ranks": ranks, "num_relevant": len(relevant), **match.details()}
             for m in ranking:
-                value = min(1.0, max(0.0, float(result.values[m][i])))
-                score = Score(value=value, details=details, provider=PROVIDER)
+                if match.metadata_key is not None:
+                    # Conclusive: the labels are in the contexts' metadata, not in their ids.
+                    score = Score.fail(
+                        FailureKind.INVALID_INPUT,
+                        match.reason(),
+                        details=details,
+                        provider=PROVIDER,
+                    )
+                else:
+                    value = min(1.0, max(0.0, float(result.values[m][i])))
+                    why = match.reason() if match.mismatched else None
+                    score = Score(value=value, reason=why, details=details, provider=PROVIDER)
                 rows.append((sample.id, m.name, score))
     order = {m.name: j for j, m in enumerate(wanted)}
     rows.sort(key=lambda row: (position[row[0]], order[row[1]]))
-    return Evaluation(rows)
+    return note_id_warnings(Evaluation(rows))
 
 
 def score_sample(

@@ -1,0 +1,299 @@
+"""Do the retrieved context ids and the relevance labels name the same things?
+
+Ranking measures match ``contexts[i].id`` against the keys of ``sample.relevance``. When the two
+name different things, every ranking measure is a plausible-looking 0.0 and nothing else looks
+wrong. It happens by default in both big frameworks:
+
+* LangChain's ``Document.id`` is a fresh UUID per chunk, while labels name source documents
+  (the fix: ``id_key="source"``, or whichever metadata key names the document);
+* LlamaIndex contexts are named by ``ref_doc_id`` (the document) by default, while labels may
+  name nodes (the fix: ``use_ref_doc_id=False``) — or the reverse.
+
+A single sample whose retrieved ids miss every label may be a genuine retrieval miss, so this is
+judged at two levels:
+
+* **per sample** (`match_ids`, used by `ragbridge.core.retrieval.score_samples`): the ranking
+  scores carry ``details["ids_matched"]`` (distinct retrieved ids that are relevance keys, at
+  any grade) and, when it is 0, ``details["id_mismatch"]`` with an example of each side. When a
+  context's *metadata* holds a labelled id while no id does, the evidence is conclusive (the
+  ids name chunks, the labels documents): the sample fails with ``invalid_input`` and the fix,
+  rather than scoring 0.0.
+* **per run** (`IdCheck`, `id_warnings`, `note_id_warnings`): when none or almost none of the
+  labelled samples share an id with their labels, ONE line goes to
+  ``Evaluation.metadata["warnings"]`` naming the count, an example retrieved id and label, the
+  likely cause read from their shape, and the fix. The CLI prints it, the HTML report shows it,
+  and the framework sinks (LangSmith, LlamaIndex, DeepEval) append it to what they show.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .results import Evaluation, Score
+from .sample import Context
+
+__all__ = [
+    "MIN_SAMPLES",
+    "MISMATCH_SHARE",
+    "IdCheck",
+    "IdMatch",
+    "id_fix",
+    "id_warnings",
+    "match_ids",
+    "note_id_warnings",
+]
+
+MIN_SAMPLES = 3
+"""Labelled samples needed before "almost none match" can raise the run-level warning."""
+MISMATCH_SHARE = 0.8
+"""Share of labelled samples with no matching id at which a run of `MIN_SAMPLES`+ warns."""
+
+_UUID = re.compile(r"^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$", re.I)
+_LLAMAINDEX_KEYS = ("node_id", "ref_doc_id")
+
+
+@dataclass(frozen=True)
+class IdMatch:
+    """How one labelled sample's retrieved ids meet its relevance keys."""
+
+    retrieved: int
+    """Distinct context ids retrieved."""
+    matched: int
+    """How many of them are relevance keys (at any grade)."""
+    retrieved_example: str | None = None
+    label_example: str | None = None
+    metadata_key: str | None = None
+    """A context metadata key whose value IS a labelled id, when no context id is (conclusive)."""
+    llamaindex: bool = False
+    """The contexts came from LlamaIndex nodes (their metadata has ``node_id``)."""
+
+    @property
+    def mismatched(self) -> bool:
+        """Ids were retrieved and none of them is labelled."""
+        return self.retrieved > 0 and self.matched == 0
+
+    def details(self) -> dict[str, Any]:
+        """What goes into the ranking scores' ``details``."""
+        out: dict[str, Any] = {"ids_matched": self.matched, "ids_retrieved": self.retrieved}
+        if self.mismatched:
+            out["id_mismatch"] = {
+                "retrieved": self.retrieved_example,
+                "labelled": self.label_example,
+                "labels_in_metadata": self.metadata_key,
+                "llamaindex": self.llamaindex,
+            }
+        return out
+
+    def reason(self) -> str:
+        """One sentence for a mismatched sample's score."""
+        text = (
+            f"none of the {self.retrieved} retrieved context ids (e.g. {self.retrieved_example!r})"
+            f" is a labelled id (e.g. {self.label_example!r})"
+        )
+        if self.metadata_key is not None:
+            return (
+                f"{text}, but the contexts' metadata[{self.metadata_key!r}] holds labelled ids: "
+                f"the ids and the labels name different things — {id_fix(self.metadata_key)}"
+            )
+        return f"{text}: a retrieval miss, or ids that name other things than the labels"
+
+
+def match_ids(
+    contexts: Sequence[Context], relevance: Mapping[str, int], *, level: int = 1
+) -> IdMatch:
+    """Compare a labelled sample's retrieved ids with its relevance keys (see the module doc)."""
+    retrieved = list(dict.fromkeys(c.id for c in contexts if c.id is not None))
+    labelled = set(relevance)
+    matched = sum(1 for i in retrieved if i in labelled)
+    if not retrieved or matched:
+        return IdMatch(retrieved=len(retrieved), matched=matched)
+    relevant = sorted(k for k, g in relevance.items() if g >= level) or sorted(labelled)
+    key = _metadata_key(contexts, labelled)
+    return IdMatch(
+        retrieved=len(retrieved),
+        matched=0,
+        retrieved_example=retrieved[0],
+        label_example=relevant[0] if relevant else None,
+        metadata_key=key,
+        llamaindex=any("node_id" in c.metadata for c in contexts),
+    )
+
+
+def _metadata_key(contexts: Sequence[Context], labelled: set[str]) -> str | None:
+    """The metadata key (LlamaIndex's node_id/ref_doc_id first) whose values hit the labels."""
+    hits: dict[str, int] = {}
+    for context in contexts:
+        for key, value in context.metadata.items():
+            if isinstance(value, bool) or not isinstance(value, (str, int)):
+                continue
+            if str(value) in labelled:
+                hits[key] = hits.get(key, 0) + 1
+    if not hits:
+        return None
+    for key in _LLAMAINDEX_KEYS:
+        if key in hits:
+            return key
+    return max(sorted(hits), key=lambda k: hits[k])
+
+
+def id_fix(metadata_key: str | None, *, llamaindex: bool = False) -> str:
+    """The fix to name for ids that do not match the labels."""
+    if metadata_key == "node_id":
+        return (
+            "the labels name LlamaIndex nodes while the context ids name documents "
+            "(ref_doc_id): pass use_ref_doc_id=False to run_query_engine / capture_retrievals "
+            "/ the evaluators"
+        )
+    if metadata_key == "ref_doc_id":
+        return (
+            "the labels name LlamaIndex documents while the context ids name nodes: "
+            "pass use_ref_doc_id=True (the default) to run_query_engine / capture_retrievals"
+        )
+    if metadata_key is not None:
+        return (
+            f"pass id_key={metadata_key!r} to the LangChain adapter (run_pipeline, retrieve_only, "
+            f"capture_retrievals), or set each context's id from metadata[{metadata_key!r}]"
+        )
+    if llamaindex:
+        return (
+            "LlamaIndex context ids are document ids (ref_doc_id) by default and node ids with "
+            "use_ref_doc_id=False: label the same kind of id the contexts carry"
+        )
+    return (
+        "make contexts[].id and the relevance keys name the same things (documents or "
+        "chunks): id_key=... with LangChain, use_ref_doc_id=... with LlamaIndex"
+    )
+
+
+def _looks_random(value: str | None) -> bool:
+    return value is not None and _UUID.match(value) is not None
+
+
+class IdCheck:
+    """The run-level tally: feed it samples' `IdMatch` (or their ranking scores), ask `warning`.
+
+    Thread-safe and incremental, so a framework sink scoring one record at a time (a LangSmith
+    evaluator, a DeepEval metric) can tell the run-level story as soon as it becomes true.
+    A sample is counted once, however many ranking measures it has.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: dict[str, IdMatch] = {}
+
+    def add(self, sample_id: str, match: IdMatch) -> None:
+        """Record one labelled sample (samples that retrieved no id are ignored)."""
+        if match.retrieved == 0:
+            return
+        with self._lock:
+            self._seen.setdefault(sample_id, match)
+
+    def add_score(self, sample_id: str, score: Score) -> None:
+        """Record a sample from a ranking `Score`'s details; other scores are ignored."""
+        match = _from_details(score)
+        if match is not None:
+            self.add(sample_id, match)
+
+    def add_scores(self, sample_id: str, scores: Iterable[Score]) -> None:
+        for score in scores:
+            self.add_score(sample_id, score)
+
+    @property
+    def labelled(self) -> int:
+        """Labelled samples that retrieved at least one id."""
+        return len(self._seen)
+
+    @property
+    def mismatched(self) -> int:
+        return sum(1 for m in self._seen.values() if m.mismatched)
+
+    def warning(self) -> str | None:
+        """The one-line run-level warning, or None when the ids look fine.
+
+        It fires when at least `MIN_SAMPLES` labelled samples were seen and `MISMATCH_SHARE` or
+        more of them matched no label, or — in a smaller run — when every one of them missed and
+        the shape of the ids names a cause (metadata holding the labels, UUID ids vs non-UUID
+        labels).
+        """
+        with self._lock:
+            matches = list(self._seen.values())
+        bad = [m for m in matches if m.mismatched]
+        n = len(matches)
+        if not bad:
+            return None
+        first = bad[0]
+        keys = [m.metadata_key for m in bad if m.metadata_key is not None]
+        key = max(sorted(set(keys)), key=keys.count) if keys else None
+        llamaindex = sum(m.llamaindex for m in bad) * 2 > len(bad)
+        random_ids = all(_looks_random(m.retrieved_example) for m in bad) and not any(
+            _looks_random(m.label_example) for m in bad
+        )
+        many = n >= MIN_SAMPLES and len(bad) >= MISMATCH_SHARE * n
+        small = len(bad) == n and (key is not None or random_ids)
+        if not (many or small):
+            return None
+        head = (
+            f"ranking measures: {len(bad)} of {n} labelled samples retrieved no labelled context "
+            f"id (e.g. retrieved {first.retrieved_example!r} vs labelled {first.label_example!r})"
+        )
+        if key is not None:
+            cause = f"the contexts' metadata[{key!r}] holds the labelled ids; {id_fix(key)}"
+        elif random_ids and not llamaindex:
+            cause = (
+                "the retrieved ids are random UUIDs, which is LangChain's Document.id (a fresh "
+                "UUID per chunk): pass id_key='source' (or the metadata key naming the labelled "
+                "document) to run_pipeline / retrieve_only / capture_retrievals"
+            )
+        else:
+            fix = id_fix(None, llamaindex=llamaindex)
+            cause = f"the ids and the labels seem to name different things; {fix}"
+        return f"{head} — {cause}"
+
+
+def _from_details(score: Score) -> IdMatch | None:
+    details = score.details
+    if not isinstance(details, Mapping) or "ids_matched" not in details:
+        return None
+    matched = details.get("ids_matched")
+    retrieved = details.get("ids_retrieved")
+    if not isinstance(matched, int) or not isinstance(retrieved, int):
+        return None
+    info = details.get("id_mismatch")
+    info = info if isinstance(info, Mapping) else {}
+
+    def text(key: str) -> str | None:
+        value = info.get(key)
+        return value if isinstance(value, str) else None
+
+    return IdMatch(
+        retrieved=retrieved,
+        matched=matched,
+        retrieved_example=text("retrieved"),
+        label_example=text("labelled"),
+        metadata_key=text("labels_in_metadata"),
+        llamaindex=info.get("llamaindex") is True,
+    )
+
+
+def id_warnings(evaluation: Evaluation) -> list[str]:
+    """The run-level id warning of ``evaluation`` (0 or 1 line), read from its ranking cells."""
+    check = IdCheck()
+    for sample_id, _, score in evaluation:
+        check.add_score(sample_id, score)
+    found = check.warning()
+    return [] if found is None else [found]
+
+
+def note_id_warnings(evaluation: Evaluation) -> Evaluation:
+    """Add `id_warnings` to ``evaluation.metadata["warnings"]`` (once); returns ``evaluation``."""
+    lines = id_warnings(evaluation)
+    if lines:
+        existing = evaluation.metadata.setdefault("warnings", [])
+        for line in lines:
+            if line not in existing:
+                existing.append(line)
+    return evaluation
