@@ -14,6 +14,11 @@ cost nothing at startup: it imports only pytest, and ragbridge's core on first u
 
 Thresholds are minima, except for measures where lower is better (``hallucination``), where
 they are maxima; `Metric.higher_is_better` says which.
+
+Without a judge, a measure named without a provider uses its offline provider, as the
+``ragbridge`` command does (``faithfulness`` → ``faithfulness:offline``), and an assertion
+message says so; a measure that exists only as a judge measure raises ValueError asking for
+``judge=``. Pass ``"faithfulness:llm"`` to insist on the judge version.
 """
 
 from __future__ import annotations
@@ -62,9 +67,17 @@ def assert_rag(
     from the mapping are scored and reported but not asserted. Returns the scores when all pass.
     """
     __tracebackhide__ = True
+    from ragbridge.adapters.cli.metric_names import JudgeOnlyError, choose_without_judge
     from ragbridge.core.scoring import Scorer
 
-    scorer = Scorer(metrics, judge=judge, embedder=embedder, nli=nli, cache=cache)
+    try:
+        choice = choose_without_judge(metrics, have_judge=judge is not None)
+    except JudgeOnlyError as exc:
+        raise ValueError(
+            f"{', '.join(exc.names)} {'needs' if len(exc.names) == 1 else 'need'} a judge and "
+            "no offline provider exists: pass judge=..."
+        ) from None
+    scorer = Scorer(choice.metrics, judge=judge, embedder=embedder, nli=nli, cache=cache)
     if isinstance(thresholds, Mapping):
         unknown = sorted(set(thresholds) - set(scorer.names))
         if unknown:
@@ -86,7 +99,8 @@ def assert_rag(
         if not _meets(scores[name], t, higher_is_better=direction[name])
     ]
     if missed:
-        raise RagAssertionError(_message(sample, scores, wanted, direction, missed), scores, missed)
+        message = _message(sample, scores, wanted, direction, missed, choice.note())
+        raise RagAssertionError(message, scores, missed)
     return scores
 
 
@@ -102,10 +116,13 @@ def _message(
     wanted: Mapping[str, float],
     direction: Mapping[str, bool],
     missed: list[str],
+    note: str | None = None,
 ) -> str:
     from ragbridge.core.scoring import explain
 
     lines = [f"sample {sample.id!r}: {len(missed)} of {len(wanted)} RAG thresholds missed"]
+    if note:
+        lines.append(f"  providers: {note.replace('--judge', 'judge')}")
     for name, score in scores.items():
         if name not in wanted:
             shown = "—" if score.value is None else f"{score.value:.3f}"

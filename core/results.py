@@ -38,6 +38,7 @@ from pydantic import (
 )
 
 from . import stats
+from .files import atomic_write
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -483,8 +484,11 @@ class Evaluation:
         return records
 
     def to_csv(self, path: StrPath) -> None:
-        """Write :meth:`to_records` as CSV (stdlib ``csv``); empty fields stand for None."""
-        with open(path, "w", encoding="utf-8", newline="") as fh:
+        """Write :meth:`to_records` as CSV (stdlib ``csv``); empty fields stand for None.
+
+        The write is atomic: a failure midway leaves any earlier file at ``path`` untouched.
+        """
+        with atomic_write(path, newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=_RECORD_FIELDS)
             writer.writeheader()
             for record in self.to_records():
@@ -523,8 +527,10 @@ class Evaluation:
         """Write a header line with the metadata, then one line per cell with the full Score.
 
         Streams cell by cell; :meth:`from_jsonl` reads the file back into an equal Evaluation.
+        The write is atomic (a temporary file in the same folder, then a rename): a failure
+        midway leaves no half-written file and any earlier file at ``path`` untouched.
         """
-        with open(path, "w", encoding="utf-8") as fh:
+        with atomic_write(path) as fh:
             header = {"ragbridge_evaluation": JSONL_FORMAT_VERSION, "metadata": self.metadata}
             try:
                 fh.write(_dumps(header) + "\n")

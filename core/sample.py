@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+
+from .files import atomic_write
 
 __all__ = [
     "Context",
@@ -56,6 +57,34 @@ _ALIASES: dict[str, str] = {
     "ground_truths": "reference",
     "qrels": "relevance",
 }
+
+
+MIN_GRADE = -10
+"""Lowest relevance grade accepted. trec_eval collections use small negative grades (-1, -2)
+for junk or spam documents; anything lower is almost certainly a data error."""
+MAX_GRADE = 1000
+"""Highest relevance grade accepted. Graded qrels use 0-3 or 0-4; a 0-100 scale still fits. A
+grade like 10**30 is a data error that would otherwise overflow inside nDCG."""
+
+
+def _short_int(value: int) -> str:
+    text = str(value)
+    return text if len(text) <= 12 else f"{text[:6]}…({len(text)} digits)"
+
+
+def _check_grade(grade: Any) -> Any:
+    if isinstance(grade, bool) or not isinstance(grade, int):
+        raise ValueError(f"a grade must be an integer, got {grade!r}")
+    if not MIN_GRADE <= grade <= MAX_GRADE:
+        raise ValueError(
+            f"grade {_short_int(grade)} is out of range: grades must lie within "
+            f"[{MIN_GRADE}, {MAX_GRADE}] (qrels grades are small integers, e.g. 0-3)"
+        )
+    return grade
+
+
+Grade = Annotated[int, Field(ge=MIN_GRADE, le=MAX_GRADE), BeforeValidator(_check_grade)]
+"""A relevance grade: an integer within [MIN_GRADE, MAX_GRADE]; booleans are refused."""
 
 
 def _id_to_str(value: Any) -> Any:
@@ -93,7 +122,7 @@ class Sample(BaseModel):
     contexts: list[Context] = Field(default_factory=list)
     reference: str | None = None
     reference_contexts: list[str] | None = None
-    relevance: dict[str, int] | None = None
+    relevance: dict[str, Grade] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("id", mode="before")
@@ -107,15 +136,6 @@ class Sample(BaseModel):
         # The commonest hand-written form is a list of passage strings; accept it as such.
         if isinstance(value, list):
             return [{"text": v} if isinstance(v, str) else v for v in value]
-        return value
-
-    @field_validator("relevance", mode="before")
-    @classmethod
-    def _reject_bool_grades(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            for key, grade in value.items():
-                if isinstance(grade, bool) or not isinstance(grade, int):
-                    raise ValueError(f"grade of {key!r} must be an integer, got {grade!r}")
         return value
 
     @property
@@ -165,11 +185,13 @@ _MESSAGES = {
 
 def _loc_to_path(loc: tuple[str | int, ...]) -> str:
     path = ""
-    for part in loc:
+    for i, part in enumerate(loc):
         if isinstance(part, int):
             path += f"[{part}]"
         elif part in {"function-before", "function-after"} or part.startswith("function-"):
             continue
+        elif i == 1 and loc[0] == "relevance":  # a context id: any string, shown quoted
+            path += f"[{json.dumps(part, ensure_ascii=False)}]"
         else:
             path += f".{part}" if path else str(part)
     return path or "<line>"
@@ -248,11 +270,35 @@ class SampleLoadReport:
         return "\n".join([head, *(f"{self.source}:{bad.line}: {bad}" for bad in self.invalid)])
 
 
+_UTF8_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def _refuse_utf16(source: str, first: bytes) -> None:
+    """UTF-16 (what PowerShell's ``>`` and some Windows tools write) is refused by name.
+
+    Decoding it as UTF-8 would fail on byte 2 with a message that explains nothing.
+    """
+    if first.startswith(_UTF16_BOMS) or (len(first) >= 2 and b"\x00" in first[:2]):
+        raise SampleValidationError(
+            source, 1, ["the file is UTF-16; save it as UTF-8 (one JSON object per line)"]
+        )
+
+
+def _not_utf8(data: bytes, exc: UnicodeDecodeError) -> str:
+    return (
+        f"not UTF-8 text (byte 0x{data[exc.start]:02x} at column {exc.start + 1}); "
+        "save the file as UTF-8"
+    )
+
+
 class SampleReader(Iterator[Sample]):
     """Streams samples from a JSONL file one line at a time; memory does not grow with file size.
 
     Blank lines are ignored. Sample ids must be unique within a file (a duplicate is an error naming
-    both lines), because every result downstream is keyed by sample id.
+    both lines), because every result downstream is keyed by sample id. The file must be UTF-8; a
+    leading UTF-8 byte-order mark is accepted, UTF-16 and other encodings are refused with a
+    ``file:line:`` error saying so.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, skip_invalid: bool = False) -> None:
@@ -264,8 +310,15 @@ class SampleReader(Iterator[Sample]):
 
     def _read(self) -> Iterator[Sample]:
         source = str(self.path)
-        with self.path.open("r", encoding="utf-8") as handle:
-            for number, raw in enumerate(handle, start=1):
+        with self.path.open("rb") as handle:
+            for number, data in enumerate(handle, start=1):
+                if number == 1:
+                    _refuse_utf16(source, data)
+                    data = data.removeprefix(_UTF8_BOM)  # Windows editors add one: harmless
+                try:
+                    raw = data.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise SampleValidationError(source, number, [_not_utf8(data, exc)]) from None
                 if not raw.strip():
                     continue
                 try:
@@ -315,16 +368,10 @@ def save_samples(samples: Iterable[Sample], path: str | os.PathLike[str]) -> int
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     count = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            for sample in samples:
-                handle.write(sample.model_dump_json(exclude_defaults=True))
-                handle.write("\n")
-                count += 1
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_write(target) as handle:
+        for sample in samples:
+            handle.write(sample.model_dump_json(exclude_defaults=True))
+            handle.write("\n")
+            count += 1
     return count

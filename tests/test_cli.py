@@ -178,14 +178,20 @@ def test_gate_passes_fails_on_threshold_and_on_a_significant_regression(
     capsys.readouterr()
     code, out, _ = run_cli(capsys, "gate", str(good), "--threshold", "recall@1=0.9")
     assert (code, out.splitlines()[-1]) == (0, "gate passed")
-    assert "✓ recall@1 1.000 >= 0.9" in out
+    assert "✓ recall@1 = 1.000, required >= 0.900" in out
     code, out, _ = run_cli(
         capsys, "gate", str(bad), "--threshold", "recall@1=0.8", "--baseline", str(good)
     )
     assert code == 1
     lines = out.splitlines()
-    assert "✗ recall@1 0.333 >= 0.8" in lines
-    assert any(line.startswith("✗ recall@1 1.000 → 0.333 (-0.667; p=") for line in lines)
+    assert "✗ recall@1 = 0.333, required >= 0.800" in lines
+    assert any(
+        line.startswith(
+            "✗ recall@1 baseline 1.000 → 0.333: -0.667, more than the allowed drop 0.030 "
+            "and significant (p="
+        )
+        for line in lines
+    )
     assert lines[-1] == "gate failed: 3 checks missed"
 
 
@@ -197,7 +203,7 @@ def test_gate_tolerates_an_insignificant_drop(
     capsys.readouterr()
     code, out, _ = run_cli(capsys, "gate", str(worse), "--baseline", str(good), "--max-drop", "0")
     assert code == 0, out
-    assert "drop not significant" in out
+    assert "more than the allowed drop 0.000 but not significant (p=0.500 >= alpha 0.05" in out
 
 
 def test_langsmith_export_is_scored(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

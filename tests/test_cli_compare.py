@@ -215,3 +215,68 @@ def test_bad_files_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert err.startswith("ragbridge: error: ")
     assert "question" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_measure_that_fails_everywhere_exits_1_naming_framework_and_fix(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    unreferenced = tmp_path / "noref.jsonl"
+    save_samples(
+        [Sample(id=f"q{i}", question="Where?", answer=f"In {i}.") for i in range(3)], unreferenced
+    )
+    out = tmp_path / "cmp.json"
+    code = main(
+        ["compare", str(unreferenced), "--frameworks", "ragbridge,ragas", "--measures", "rouge_l",
+         "--out", str(out)]
+    )  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1
+    assert err[0].startswith("ragbridge: error: ragbridge rouge_l: 3 of 3 cells failed")
+    assert err[0].endswith(
+        "fix: add 'reference' to the samples in the input file, or drop rouge_l from --measures"
+    )
+    assert err[1].startswith("ragbridge: error: ragas rouge_l: 3 of 3 cells failed")
+    assert CrossComparison.from_json(out).n_samples == 3  # written anyway
+
+
+def test_timeout_and_retries_shape_the_shared_judge_engine(
+    data: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragbridge.adapters import compare
+    from ragbridge.core.engine import JudgeEngine
+
+    seen: dict[str, object] = {}
+    real = compare.compare_frameworks_on
+
+    def spy(samples: object, **kwargs: object) -> object:
+        seen.update(kwargs)
+        return real(samples, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(compare, "compare_frameworks_on", spy)
+    code = main(
+        ["compare", str(data), "--frameworks", "ragbridge", "--measures", "faithfulness",
+         "--judge", "python:ragbridge.core.testing:CountingJudge", "--timeout", "7",
+         "--max-retries", "1", "--concurrency", "2"]
+    )  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    engine = seen["judge"]
+    assert isinstance(engine, JudgeEngine)
+    assert (engine.timeout, engine.max_retries, engine.max_concurrency) == (7.0, 1, 2)
+
+
+def test_output_paths_are_checked_before_anything_runs(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragbridge.adapters import compare
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the comparison ran before its outputs were checked")
+
+    monkeypatch.setattr(compare, "compare_frameworks_on", refuse)
+    missing = tmp_path / "no" / "cmp.json"
+    assert main(["compare", str(data), "--out", str(missing)]) == 2
+    assert capsys.readouterr().err == (
+        f"ragbridge: error: --out {missing}: the folder {missing.parent} does not exist\n"
+    )
+    assert main(["compare", str(data), "--cache", str(tmp_path)]) == 2
+    assert "is a folder; name a file in it" in capsys.readouterr().err

@@ -168,3 +168,34 @@ def test_offline_metrics_work_in_assert_rag() -> None:
     )
     assert 0.0 <= (scores["faithfulness"].value or 0.0) <= 1.0
     assert scores["faithfulness"].provider == "offline"
+
+
+def test_without_a_judge_faithfulness_means_the_offline_provider_as_in_the_cli() -> None:
+    # One rule for the plugin and the `ragbridge` command: no judge, so the offline provider,
+    # and the failure message names it.
+    scores = assert_rag(SAMPLE, ["faithfulness"], {"faithfulness": 0.0}, embedder=HashEmbedder())
+    assert scores["faithfulness"].provider == "offline"
+    with pytest.raises(RagAssertionError) as caught:
+        assert_rag(SAMPLE, ["faithfulness", "mrr"], 1.0, embedder=HashEmbedder())
+    text = str(caught.value)
+    assert "  providers: faithfulness → faithfulness:offline (no judge)" in text.splitlines()
+    assert caught.value.scores["faithfulness"].provider == "offline"
+
+
+def test_with_a_judge_faithfulness_is_the_judge_version_and_no_provider_note() -> None:
+    with pytest.raises(RagAssertionError) as caught:
+        assert_rag(SAMPLE, ["faithfulness"], 0.9, judge=ScriptedJudge(dict(SCRIPT)))
+    assert caught.value.scores["faithfulness"].provider == "llm"
+    assert "providers:" not in str(caught.value)
+
+
+def test_a_judge_only_measure_without_a_judge_is_refused_with_the_fix() -> None:
+    with pytest.raises(ValueError, match=r"correctness needs a judge .*pass judge=\.\.\."):
+        assert_rag(SAMPLE, ["correctness"], 0.5)
+
+
+def test_a_misspelled_metric_gets_a_suggestion() -> None:
+    with pytest.raises(
+        ValueError, match=r"unknown metric 'fathfulness'; did you mean faithfulness"
+    ):
+        assert_rag(SAMPLE, ["fathfulness"], 0.5)

@@ -540,3 +540,48 @@ def test_merge_of_jsonl_shards_equals_the_whole(tmp_path: Path) -> None:
     assert s_merged.mean is not None
     _, vals = whole.values("faithfulness")
     assert math.isclose(s_merged.mean, statistics.fmean(vals.tolist()))
+
+
+# -- atomic writes --------------------------------------------------------------------------------
+
+
+def test_to_jsonl_that_fails_midway_leaves_the_old_file_and_no_temp_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "results.jsonl"
+    _example().to_jsonl(path)
+    before = path.read_bytes()
+    bigger = Evaluation((f"s{i}", "m", Score(value=0.5)) for i in range(50))
+    real = json.dumps
+    calls = {"n": 0}
+
+    def dumps(obj: Any, **kw: Any) -> str:
+        calls["n"] += 1
+        if calls["n"] == 20:  # the header and 18 cells are written: then the disk is full
+            raise OSError(28, "No space left on device")
+        return real(obj, **kw)
+
+    monkeypatch.setattr("ragbridge.core.results.json.dumps", dumps)
+    with pytest.raises(OSError, match="No space left"):
+        bigger.to_jsonl(path)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["results.jsonl"]
+
+
+def test_to_jsonl_with_bad_metadata_leaves_no_file(tmp_path: Path) -> None:
+    ev = Evaluation(metadata={"when": object()})
+    with pytest.raises(ValueError, match="metadata cannot be written as JSON"):
+        ev.to_jsonl(tmp_path / "x.jsonl")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_to_csv_is_atomic_and_keeps_ordinary_permissions(tmp_path: Path) -> None:
+    path = tmp_path / "results.csv"
+    _example().to_csv(path)
+    reference = tmp_path / "plain.txt"
+    reference.write_text("x")
+    assert path.stat().st_mode & 0o777 == reference.stat().st_mode & 0o777
+    path.chmod(0o640)
+    _example().to_csv(path)  # an existing file keeps its permissions
+    assert path.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.txt", "results.csv"]

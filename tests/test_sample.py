@@ -91,7 +91,7 @@ def test_memory_does_not_grow_with_file_size(tmp_path: Path) -> None:
         ),
         (
             {"id": "a", "question": "q", "relevance": {"d1": "high"}},
-            "eval.jsonl:2: relevance: grade of 'd1' must be an integer, got 'high'",
+            "eval.jsonl:2: relevance[\"d1\"]: a grade must be an integer, got 'high'",
         ),
         (
             {"id": "a", "question": "q", "contexts": [{"text": "t", "score": "NaN"}]},
@@ -170,3 +170,76 @@ def test_json_schema_describes_the_accepted_lines() -> None:
     context = schema["$defs"]["Context"]
     assert context["required"] == ["text"]
     json.dumps(schema)  # serialisable as published
+
+
+@pytest.mark.parametrize(
+    ("grade", "problem"),
+    [
+        (10**30, "grade 100000…(31 digits) is out of range: grades must lie within [-10, 1000]"),
+        (1001, "grade 1001 is out of range"),
+        (-11, "grade -11 is out of range"),
+        (True, "a grade must be an integer, got True"),
+        (1.5, "a grade must be an integer, got 1.5"),
+    ],
+)
+def test_relevance_grades_are_small_integers(tmp_path: Path, grade: object, problem: str) -> None:
+    # 10**30 used to reach nDCG and come back as an OverflowError "judge_error".
+    path = _write(tmp_path / "e.jsonl", {"id": "a", "question": "q", "relevance": {"d 1": grade}})
+    with pytest.raises(SampleValidationError) as info:
+        list(load_samples(path))
+    assert str(info.value).startswith(f'{path}:1: relevance["d 1"]: {problem}')
+    with pytest.raises(ValidationError):
+        Sample(id="a", question="q", relevance={"d": grade})  # type: ignore[dict-item]
+
+
+def test_the_extreme_accepted_grades_load() -> None:
+    sample = Sample(id="a", question="q", relevance={"junk": -10, "best": 1000})
+    assert sample.relevance == {"junk": -10, "best": 1000}
+    grade = sample_json_schema()["properties"]["relevance"]["anyOf"][0]["additionalProperties"]
+    assert (grade["minimum"], grade["maximum"]) == (-10, 1000)
+
+
+def test_a_utf8_byte_order_mark_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + b'{"id": "a", "question": "caf\xc3\xa9?"}\n')
+    assert [s.question for s in load_samples(path)] == ["café?"]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_utf16_is_refused_by_name(tmp_path: Path, encoding: str) -> None:
+    path = tmp_path / "wide.jsonl"
+    path.write_bytes('{"id": "a", "question": "q"}\n'.encode(encoding))
+    with pytest.raises(SampleValidationError) as info:
+        list(load_samples(path))
+    assert (
+        str(info.value)
+        == f"{path}:1: the file is UTF-16; save it as UTF-8 (one JSON object per line)"
+    )
+
+
+def test_other_encodings_are_refused_naming_the_line_and_byte(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(
+        b'{"id": "a", "question": "q"}\n\n' + '{"id": "b", "question": "café"}\n'.encode("latin-1")
+    )
+    with pytest.raises(SampleValidationError) as info:
+        list(load_samples(path))
+    assert info.value.line == 3
+    assert str(info.value) == (
+        f"{path}:3: not UTF-8 text (byte 0xe9 at column 29); save the file as UTF-8"
+    )
+
+
+def test_save_samples_is_atomic_when_a_write_fails_midway(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    save_samples([Sample(id="old", question="q")], path)
+    before = path.read_bytes()
+
+    def broken() -> object:
+        yield Sample(id="new", question="q")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        save_samples(broken(), path)  # type: ignore[arg-type]
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]

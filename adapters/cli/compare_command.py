@@ -5,17 +5,21 @@ per pair: Spearman, Pearson, mean absolute difference; edge cases; then every sk
 framework/measure pair with its reason). ``--out`` writes the comparison JSON
 (`CrossComparison.from_json` reads it back), ``--report`` the HTML report with every framework's
 scores side by side. Without ``--judge`` only the offline, id-based and string measures run and
-the judge measures are listed as skipped. Exit codes: 0 done, 2 bad arguments or files.
+the judge measures are listed as skipped. ``--timeout`` and ``--max-retries`` shape the one
+judge engine every framework shares. Exit codes as for ``eval``: 0 done, 1 a framework's measure
+failed its bar (``--max-failed-share``; pairs skipped by design are not failures), 2 bad
+arguments or files, 3 stopped early (judge unusable), 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
+from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli.errors import EXIT_ABORTED, EXIT_USAGE, UserError
 from ragbridge.adapters.cli.options import (
-    UserError,
+    LOCAL_EXTRA,
     add_scoring_options,
     build_embedder,
     build_judge,
@@ -23,6 +27,9 @@ from ragbridge.adapters.cli.options import (
     read_samples,
     self_judging_warning,
 )
+from ragbridge.adapters.cli.outcome import report_outcome
+from ragbridge.adapters.cli.paths import check_input
+from ragbridge.core.files import write_text_atomic
 
 DEFAULT_FRAMEWORKS = "ragbridge,ragas,deepeval"
 
@@ -49,7 +56,7 @@ def register(sub: Any) -> None:
     )
     cmp.add_argument("--out", metavar="comparison.json", help="write the comparison as JSON")
     cmp.add_argument("--report", metavar="report.html", help="write the HTML report")
-    add_scoring_options(cmp, metrics=False)
+    add_scoring_options(cmp, metrics=False, nli=False)
     cmp.set_defaults(handler=run_compare)
 
 
@@ -67,52 +74,89 @@ def _names(text: str, option: str, known: tuple[str, ...]) -> list[str]:
 
 
 def run_compare(args: argparse.Namespace) -> int:
+    from ragbridge.adapters.cli.eval_command import check_paths
     from ragbridge.adapters.compare import FRAMEWORKS, MEASURES, compare_frameworks_on
+    from ragbridge.core.cache import open_cache
+    from ragbridge.core.engine import JudgeEngine
 
     frameworks = _names(args.frameworks, "--frameworks", FRAMEWORKS)
     measures = _names(args.measures, "--measures", MEASURES) if args.measures else None
+    data = check_input(args.data)
+    check_paths(args, [data])
     samples = read_samples(args.data)
     judge = build_judge(args.judge, args.base_url)
     embedder = build_embedder(args.embedder, args.base_url)
     warning = self_judging_warning(samples, judge)
     if warning:
-        print(warning, file=sys.stderr)
-    with progress("comparing", None) as advance:
-        run = compare_frameworks_on(
-            samples,
-            frameworks=frameworks,
-            measures=measures,
-            judge=judge,
-            embedder=embedder,
-            cache=args.cache,
+        console.note(warning)
+    store = open_cache(args.cache)
+    engine = None
+    if judge is not None:  # one engine for every framework, with the command's limits
+        engine = JudgeEngine(
+            judge,
             max_concurrency=args.concurrency,
-            progress=advance,
+            timeout=args.timeout,
+            max_retries=args.max_retries,
+            cache=store,
         )
+    try:
+        with progress("comparing", None) as advance:
+            run = compare_frameworks_on(
+                samples,
+                frameworks=frameworks,
+                measures=measures,
+                judge=engine,
+                embedder=embedder,
+                cache=store,
+                max_concurrency=args.concurrency,
+                progress=advance,
+            )
+    except ImportError as exc:
+        if "embedder=" not in str(exc):
+            raise
+        raise UserError(
+            "the comparison needs an embedder and the default one (--embedder local) is not "
+            f"installed: {LOCAL_EXTRA}, or pass --embedder SPEC"
+        ) from None
     comparison = run.comparison
+    written: list[str] = []
+    problems: list[str] = []
+    if args.out:  # files first: a closed stdout must not cost the results
+        try:
+            write_text_atomic(args.out, comparison.model_dump_json(indent=2))
+            written.append(args.out)
+        except (OSError, ValueError) as exc:
+            problems.append(f"--out {args.out}: not written: {exc}")
+    if args.report:
+        from ragbridge.adapters.report import render_report
+
+        try:
+            html = render_report(
+                run.evaluations,
+                samples=samples,
+                comparison=comparison,
+                title="ragbridge framework comparison",
+                generated_by="ragbridge compare",
+            )
+            write_text_atomic(args.report, html)
+            written.append(args.report)
+        except (OSError, ValueError) as exc:
+            problems.append(f"--report {args.report}: not written: {exc}")
     head = f"{comparison.n_samples} samples; frameworks: {', '.join(run.evaluations) or 'none'}"
     if comparison.judge_model:
         head += f"; judge {comparison.judge_model}"
-    print(head)
+    lines = [head]
     for label, usage in run.usage().items():
         if usage.calls or usage.cached_calls:
-            print(
+            lines.append(
                 f"  {label}: {usage.calls} judge calls ({usage.cached_calls} cached), "
                 f"{usage.prompt_tokens:,} prompt tokens"
             )
-    print(comparison.table())
-    if args.out:
-        comparison.to_json(args.out)
-        print(f"wrote {args.out}")
-    if args.report:
-        from ragbridge.adapters.report import write_report
-
-        write_report(
-            args.report,
-            run.evaluations,
-            samples=samples,
-            comparison=comparison,
-            title="ragbridge framework comparison",
-            generated_by="ragbridge compare",
-        )
-        print(f"wrote {args.report}")
-    return 0
+    lines.append(comparison.table())
+    console.say(*lines, *(f"wrote {p}" for p in written))
+    code = report_outcome(run.evaluations, max_failed_share=args.max_failed_share, source="compare")
+    for problem in problems:
+        console.error(problem)
+    if problems and code != EXIT_ABORTED:
+        code = EXIT_USAGE
+    return code

@@ -1,31 +1,56 @@
 """``ragbridge eval | run | langsmith | estimate``: score samples from a file, a pipeline or traces.
 
-All three scoring commands end the same way — a summary table on stdout, the results JSONL
-(``--out``) and the HTML report (``--report``) — so they share `score_and_report`. Progress goes
-to stderr, so stdout stays a clean table for pipes and CI logs.
+The three scoring commands share one life cycle, so they cannot drift apart:
+
+1. **check** (`prepare`): the input file, every output path (``--out``, ``--report``,
+   ``--cache``, ``--save-samples``), the judge, the metrics, the embedder — each problem one line
+   and exit 2, before the first judge call is paid;
+2. **score**: ``eval`` streams its file into `evaluate` (memory flat in the file size: one
+   validating pass, then a second pass that scores);
+3. **finish** (`finish`): write ``--out`` and ``--report`` *first* (a closed stdout must not cost
+   the results), then print the summary on stdout, then say on stderr why the run failed, if it
+   did, and return the exit code (see `ragbridge.adapters.cli.errors`).
+
+Progress goes to stderr, so stdout stays a clean table for pipes and CI logs.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli.errors import EXIT_ABORTED, EXIT_OK, EXIT_USAGE, UserError
 from ragbridge.adapters.cli.options import (
-    UserError,
+    DEFAULT_METRICS,
     add_scoring_options,
-    build_embedder,
     build_judge,
-    metrics_for,
+    build_nli,
+    choose_metrics,
+    embedder_for,
+    own_answers_warning,
     progress,
     read_samples,
+    scan_samples,
     self_judging_warning,
     split_names,
     summary_lines,
 )
+from ragbridge.adapters.cli.outcome import report_outcome
+from ragbridge.adapters.cli.paths import check_cache, check_distinct, check_input, check_output
+from ragbridge.core.files import write_text_atomic
+from ragbridge.core.judge import Embedder, EntailmentModel, Judge
+from ragbridge.core.metrics.base import Metric
 from ragbridge.core.results import Evaluation
-from ragbridge.core.sample import Sample, save_samples
+from ragbridge.core.sample import Sample, load_samples, save_samples
+
+__all__ = ["DEFAULT_METRICS", "LANGSMITH_METRICS", "Plan", "finish", "prepare", "register"]
+
+LANGSMITH_METRICS = "faithfulness,answer_relevance"
+"""What a runs export can support: runs hold question, answer and contexts, never labels."""
 
 
 def register(sub: Any) -> None:
@@ -33,7 +58,9 @@ def register(sub: Any) -> None:
         "eval",
         help="score a JSONL eval set (offline providers unless --judge)",
         description="Score the samples of a ragbridge JSONL file. Without --judge, metrics use "
-        "their offline (embedding/lexical) provider.",
+        "their offline (embedding/lexical) provider. Exit codes: 0 passed, 1 a metric failed "
+        "its bar (--max-failed-share), 2 bad arguments or input, 3 stopped early (judge or "
+        "embedder unusable), 130 interrupted.",
     )
     ev.add_argument("data", metavar="DATA.jsonl", help="ragbridge samples, one JSON per line")
     _outputs(ev)
@@ -45,7 +72,8 @@ def register(sub: Any) -> None:
         help="run a LangChain chain or LlamaIndex engine over an eval set, then score it",
         description="Import PIPELINE (MODULE:OBJECT; a LangChain runnable or a LlamaIndex "
         "query engine, or a no-argument function returning one), run it on every question of "
-        "DATA.jsonl while capturing what it retrieves, and score the result.",
+        "DATA.jsonl while capturing what it retrieves, and score the result. DATA.jsonl is "
+        "checked before the pipeline is imported.",
     )
     run.add_argument("pipeline", metavar="PIPELINE", help="MODULE:OBJECT")
     run.add_argument("data", metavar="DATA.jsonl", help="questions (and labels) to run")
@@ -60,7 +88,9 @@ def register(sub: Any) -> None:
         "langsmith",
         help="score runs exported from LangSmith (JSON or JSONL)",
         description="Rebuild run trees from a LangSmith export, read question, answer and the "
-        "retriever child runs' documents from each root run, and score them.",
+        "retriever child runs' documents from each root run, and score them. Runs carry no "
+        "reference answers or relevance labels (those live on dataset examples), so the "
+        f"default metrics are {LANGSMITH_METRICS}.",
     )
     ls.add_argument("runs", metavar="RUNS.jsonl", help="runs exported from LangSmith")
     ls.add_argument("--retriever", help="name of the retriever run to read contexts from")
@@ -68,7 +98,7 @@ def register(sub: Any) -> None:
         "--save-samples", metavar="PATH", help="also write the extracted samples as JSONL"
     )
     _outputs(ls)
-    add_scoring_options(ls)
+    add_scoring_options(ls, default_metrics=LANGSMITH_METRICS)
     ls.set_defaults(handler=run_langsmith)
 
     est: argparse.ArgumentParser = sub.add_parser(
@@ -99,68 +129,177 @@ def _outputs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report", metavar="report.html", help="write the HTML report")
 
 
-def score_and_report(args: argparse.Namespace, samples: list[Sample]) -> Evaluation:
-    """Score ``samples`` as the options say; print the summary; write --out and --report."""
+# --------------------------------------------------------------------------- 1. check
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything a scoring run needs, decided (and checked) before the first call."""
+
+    metrics: list[Metric]
+    judge: Judge | None
+    embedder: Embedder | None
+    nli: EntailmentModel | None
+    note: str | None
+
+
+def check_paths(args: argparse.Namespace, inputs: list[Path]) -> None:
+    """Every output path the command will write: a file in an existing, writable folder."""
+    flags = {
+        "--out": getattr(args, "out", None),
+        "--report": getattr(args, "report", None),
+        "--save-samples": getattr(args, "save_samples", None),
+    }
+    for flag, path in flags.items():
+        if path:
+            check_output(path, flag, inputs=inputs)
+    if getattr(args, "cache", None):
+        check_cache(args.cache, inputs=inputs)
+    check_distinct({**flags, "--cache": getattr(args, "cache", None)})
+
+
+def prepare(args: argparse.Namespace, inputs: list[Path]) -> Plan:
+    """Check the outputs and build judge, metrics and embedder; nothing is sent yet."""
+    check_paths(args, inputs)
+    judge = build_judge(args.judge, args.base_url)
+    metrics, note = choose_metrics(
+        split_names(args.metrics), have_judge=judge is not None, have_nli=args.nli is not None
+    )
+    embedder = embedder_for(args.embedder, args.base_url, metrics)
+    return Plan(metrics, judge, embedder, build_nli(args.nli), note)
+
+
+# --------------------------------------------------------------------------- 2. score
+
+
+def score(
+    args: argparse.Namespace, plan: Plan, samples: Iterable[Sample], total: int
+) -> Evaluation:
     from ragbridge.core.runner import evaluate
 
-    judge = build_judge(args.judge, args.base_url)
-    embedder = build_embedder(args.embedder, args.base_url)
-    metrics = metrics_for(split_names(args.metrics), have_judge=judge is not None)
-    warning = self_judging_warning(samples, judge)
-    if warning:
-        print(warning, file=sys.stderr)
-    with progress("scoring", len(samples)) as advance:
-        evaluation = evaluate(
+    if plan.note:
+        console.note(plan.note)
+    with progress("scoring", total) as advance:
+        return evaluate(
             samples,
-            metrics,
-            judge=judge,
-            embedder=embedder,
+            plan.metrics,
+            judge=plan.judge,
+            embedder=plan.embedder,
+            nli=plan.nli,
             cache=args.cache,
             max_concurrency=args.concurrency,
+            timeout=args.timeout,
+            max_retries=args.max_retries,
             progress=advance,
         )
-    print(f"{_count(len(samples), 'sample')}, {_count(len(metrics), 'metric')}", end="")
+
+
+# --------------------------------------------------------------------------- 3. finish
+
+
+def finish(
+    args: argparse.Namespace,
+    evaluation: Evaluation,
+    *,
+    n_samples: int,
+    samples: Callable[[], Iterable[Sample]],
+    command: str,
+) -> int:
+    """Write the files, print the summary, say why the run failed; return the exit code."""
+    written, failed_writes = _write_outputs(args, evaluation, samples, command)
+    head = f"{_count(n_samples, 'sample')}, {_count(len(evaluation.metrics), 'metric')}"
     stats = evaluation.metadata.get("judge_stats")
     if stats:
         usage = evaluation.usage()
-        print(
+        head += (
             f"; judge {evaluation.metadata.get('judge_model')}: {stats['calls']} calls "
-            f"({stats['cached']} cached), {usage.prompt_tokens:,} prompt tokens",
-            end="",
+            f"({stats['cached']} cached), {usage.prompt_tokens:,} prompt tokens"
         )
-    print()
-    print("\n".join(summary_lines(evaluation)))
-    if args.out:
-        evaluation.to_jsonl(args.out)
-        print(f"wrote {args.out}")
-    if args.report:
-        from ragbridge.adapters.report import write_report
+    console.say(head, *summary_lines(evaluation), *(f"wrote {p}" for p in written))
+    code = report_outcome(evaluation, max_failed_share=args.max_failed_share, source=command)
+    for problem in failed_writes:
+        console.error(problem)
+    if failed_writes and code != EXIT_ABORTED:
+        code = EXIT_USAGE
+    return code
 
-        write_report(args.report, evaluation, samples=samples, generated_by="ragbridge eval")
-        print(f"wrote {args.report}")
-    return evaluation
+
+def _write_outputs(
+    args: argparse.Namespace,
+    evaluation: Evaluation,
+    samples: Callable[[], Iterable[Sample]],
+    command: str,
+) -> tuple[list[str], list[str]]:
+    written: list[str] = []
+    problems: list[str] = []
+    if args.out:
+        try:
+            evaluation.to_jsonl(args.out)
+            written.append(args.out)
+        except (OSError, ValueError) as exc:
+            problems.append(f"--out {args.out}: not written: {exc}")
+    if args.report:
+        from ragbridge.adapters.report import render_report
+
+        try:
+            html = render_report(
+                evaluation, samples=list(samples()), generated_by=f"ragbridge {command}"
+            )
+            write_text_atomic(args.report, html)
+            written.append(args.report)
+        except (OSError, ValueError) as exc:
+            problems.append(f"--report {args.report}: not written: {exc}")
+    return written, problems
 
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
+def _save_samples(args: argparse.Namespace, samples: list[Sample]) -> None:
+    if args.save_samples:
+        save_samples(samples, args.save_samples)
+        console.say(f"wrote {args.save_samples}")
+
+
+def _warn_self_judging(samples: Iterable[Sample], judge: Judge | None) -> None:
+    warning = self_judging_warning(samples, judge)
+    if warning:
+        console.note(warning)
+
+
+# --------------------------------------------------------------------------- the commands
+
+
 def run_eval(args: argparse.Namespace) -> int:
-    score_and_report(args, read_samples(args.data))
-    return 0
+    data = check_input(args.data)
+    plan = prepare(args, [data])
+    scan = scan_samples(args.data, plan.judge)
+    warning = own_answers_warning(plan.judge.model, scan.own_answers) if plan.judge else None
+    if warning:
+        console.note(warning)
+    evaluation = score(args, plan, load_samples(data), scan.count)
+    return finish(
+        args,
+        evaluation,
+        n_samples=scan.count,
+        samples=lambda: load_samples(data),
+        command="eval",
+    )
 
 
 def run_pipeline(args: argparse.Namespace) -> int:
     from ragbridge.adapters.cli.options import _made
 
+    data = check_input(args.data)
+    questions = read_samples(args.data)  # before the pipeline: its import may take minutes
+    plan = prepare(args, [data])
     pipeline = _made(args.pipeline, "PIPELINE")
-    questions = read_samples(args.data)
     samples = _run_any(pipeline, questions, args.pipeline)
-    if args.save_samples:
-        save_samples(samples, args.save_samples)
-        print(f"wrote {args.save_samples}")
-    score_and_report(args, samples)
-    return 0
+    _save_samples(args, samples)
+    _warn_self_judging(samples, plan.judge)
+    evaluation = score(args, plan, samples, len(samples))
+    return finish(args, evaluation, n_samples=len(samples), samples=lambda: samples, command="run")
 
 
 def _run_any(pipeline: Any, questions: list[Sample], spec: str) -> list[Sample]:
@@ -181,39 +320,41 @@ def _run_any(pipeline: Any, questions: list[Sample], spec: str) -> list[Sample]:
 
 
 def run_langsmith(args: argparse.Namespace) -> int:
-    path = Path(args.runs)
-    if not path.exists():  # before the import: a typo should not read as a missing extra
-        raise UserError(f"{args.runs}: no such file")
+    path = check_input(args.runs)  # before the import: a typo should not read as a missing extra
+    plan = prepare(args, [path])
     from ragbridge.adapters.langsmith import load_runs, samples_from_runs
 
-    runs = load_runs(path)
+    try:
+        runs = load_runs(path)
+    except UnicodeDecodeError:
+        raise UserError(f"{args.runs}: not UTF-8 text; save the file as UTF-8") from None
     if not runs:
         raise UserError(f"{args.runs}: holds no runs")
     samples = samples_from_runs(runs, retriever=args.retriever)
-    if args.save_samples:
-        save_samples(samples, args.save_samples)
-        print(f"wrote {args.save_samples}")
-    score_and_report(args, samples)
-    return 0
+    _save_samples(args, samples)
+    _warn_self_judging(samples, plan.judge)
+    evaluation = score(args, plan, samples, len(samples))
+    return finish(
+        args, evaluation, n_samples=len(samples), samples=lambda: samples, command="langsmith"
+    )
 
 
 def run_estimate(args: argparse.Namespace) -> int:
     from ragbridge.core.engine import Price
-    from ragbridge.core.runner import estimate, resolve_metrics
+    from ragbridge.core.runner import estimate
 
     samples = read_samples(args.data)
-    try:
-        metrics = resolve_metrics(split_names(args.metrics))
-    except (KeyError, ValueError) as exc:
-        raise UserError(str(exc).strip("'\"")) from None
+    metrics, _ = choose_metrics(split_names(args.metrics), have_judge=True, have_nli=True)
     est = estimate(samples, metrics)
-    print(f"{est.samples} samples, metrics: {', '.join(m.name for m in metrics)}")
-    print(f"judge calls: {est.calls} ({est.calls_per_sample:.1f} per sample)")
-    print(f"prompt tokens: ~{est.prompt_tokens:,}")
-    for template, calls in sorted(est.by_template.items()):
-        print(f"  {template}: {calls} calls")
+    lines = [
+        f"{est.samples} samples, metrics: {', '.join(m.name for m in metrics)}",
+        f"judge calls: {est.calls} ({est.calls_per_sample:.1f} per sample)",
+        f"prompt tokens: ~{est.prompt_tokens:,}",
+        *(f"  {template}: {calls} calls" for template, calls in sorted(est.by_template.items())),
+    ]
     if args.price_in is not None or args.price_out is not None:
         price = Price(args.price_in or 0.0, args.price_out or 0.0)
         cost = est.cost(price, args.completion_tokens)
-        print(f"cost: ~${cost:.4f} (at {args.completion_tokens} completion tokens per call)")
-    return 0
+        lines.append(f"cost: ~${cost:.4f} (at {args.completion_tokens} completion tokens per call)")
+    console.say(*lines)
+    return EXIT_OK

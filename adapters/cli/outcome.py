@@ -1,0 +1,163 @@
+"""Did the run pass? The failure bar of the scoring commands, and the lines that say why not.
+
+A metric fails its bar when every non-skipped cell failed, or when more than
+``--max-failed-share`` of its non-skipped cells failed. Skipped cells (a ranking measure on a
+question with no relevant document) are not failures: the measure does not apply there. A cell
+that failed because the data lacks a field (``missing_input``) *is* a failure: the user asked for
+a measure the data cannot support, and a table of dashes with exit 0 reads as a pass.
+
+Each failing metric gets one line: its name, failed/total, the commonest failure kind and
+message, and the fix when there is a known one. A run stopped early (``metadata["aborted"]``)
+gets the engine's one line instead, and exit code 3.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli.errors import EXIT_ABORTED, EXIT_FAILED, EXIT_OK
+from ragbridge.core.results import Evaluation
+
+__all__ = ["MetricVerdict", "cli_words", "failing_metrics", "report_outcome"]
+
+DEFAULT_MAX_FAILED_SHARE = 0.05
+
+# Python argument names in core messages, as the command line spells them.
+_CLI_WORDS = (
+    ("(judge=...)", "(--judge SPEC)"),
+    ("(embedder=...)", "(--embedder SPEC)"),
+    ("(nli=...)", "(--nli MODEL)"),
+    ("pass judge=...", "pass --judge SPEC"),
+    ("pass embedder=...", "pass --embedder SPEC"),
+)
+
+
+def cli_words(message: str) -> str:
+    """``message`` with Python argument names replaced by the flags that set them."""
+    for python, flag in _CLI_WORDS:
+        message = message.replace(python, flag)
+    return message
+
+
+@dataclass(frozen=True)
+class MetricVerdict:
+    """A metric that failed its bar: counts and its commonest failure."""
+
+    label: str
+    metric: str
+    failed: int
+    total: int
+    kind: str
+    kind_count: int
+    message: str
+
+    @property
+    def share(self) -> float:
+        return self.failed / self.total if self.total else 0.0
+
+
+def failing_metrics(
+    evaluation: Evaluation, max_failed_share: float, *, label: str = ""
+) -> list[MetricVerdict]:
+    """The metrics of ``evaluation`` that failed the bar, in column order."""
+    out: list[MetricVerdict] = []
+    for metric in evaluation.metrics:
+        cells = list(evaluation.column(metric).values())
+        failures = [s.failure for s in cells if s.failure is not None]
+        total = sum(1 for s in cells if s.status != "skipped")
+        if not failures:
+            continue
+        if len(failures) < total and len(failures) / total <= max_failed_share:
+            continue
+        kinds = Counter(f.kind.value for f in failures)
+        kind, kind_count = kinds.most_common(1)[0]
+        messages = Counter(f.message for f in failures if f.kind.value == kind)
+        out.append(
+            MetricVerdict(
+                label=label,
+                metric=metric,
+                failed=len(failures),
+                total=total,
+                kind=kind,
+                kind_count=kind_count,
+                message=messages.most_common(1)[0][0],
+            )
+        )
+    return out
+
+
+_FIELD = re.compile(r"'(reference|relevance|answer|contexts|question|reference_contexts)'")
+
+
+def _fix(verdict: MetricVerdict, source: str) -> str | None:
+    """The known fix for the commonest failure, phrased for the command that ran."""
+    if verdict.kind == "missing_input":
+        if "contexts[" in verdict.message and ".id" in verdict.message:
+            return "give every context an id matching the relevance labels"
+        found = _FIELD.search(verdict.message)
+        if found is None:
+            return None
+        field = found.group(1)
+        flag = "--measures" if source == "compare" else "--metrics"
+        drop = f"drop {verdict.metric} from {flag}"
+        if source == "langsmith":
+            return (
+                f"LangSmith runs carry no '{field}' (labels live on dataset examples): {drop}, "
+                f"or keep the samples with --save-samples, add '{field}' and run ragbridge eval"
+            )
+        return f"add '{field}' to the samples in the input file, or {drop}"
+    if verdict.kind == "timeout":
+        return "raise --timeout, or check that the endpoint answers"
+    if verdict.kind == "rate_limited":
+        return "lower --concurrency or raise --max-retries"
+    return None
+
+
+def _one_line(text: str, limit: int = 240) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def verdict_line(verdict: MetricVerdict, max_failed_share: float, source: str) -> str:
+    """``context_recall: 4 of 4 cells failed — missing_input ×4: … ; fix: …``."""
+    name = f"{verdict.label} {verdict.metric}" if verdict.label else verdict.metric
+    why = f"{verdict.failed} of {verdict.total} cells failed"
+    if verdict.failed < verdict.total:
+        why += f" ({verdict.share:.0%}, more than --max-failed-share {max_failed_share:g})"
+    line = f"{name}: {why} — {verdict.kind} ×{verdict.kind_count}: "
+    line += _one_line(cli_words(verdict.message))
+    fix = _fix(verdict, source)
+    if fix:
+        line += f"; fix: {fix}"
+    return line
+
+
+def report_outcome(
+    evaluations: Mapping[str, Evaluation] | Evaluation,
+    *,
+    max_failed_share: float,
+    source: str = "eval",
+) -> int:
+    """Print the warnings and why the run failed (stderr); return the exit code.
+
+    ``evaluations`` is one run or several labelled ones (``compare``: one per framework).
+    """
+    runs = {"": evaluations} if isinstance(evaluations, Evaluation) else dict(evaluations)
+    for evaluation in runs.values():
+        for warning in evaluation.metadata.get("warnings") or []:
+            console.warn(str(warning))
+    aborted = [str(ev.metadata["aborted"]) for ev in runs.values() if ev.metadata.get("aborted")]
+    if aborted:
+        for line in dict.fromkeys(aborted):
+            console.error(line)
+        return EXIT_ABORTED
+    code = EXIT_OK
+    for label, evaluation in runs.items():
+        for verdict in failing_metrics(evaluation, max_failed_share, label=label):
+            console.error(verdict_line(verdict, max_failed_share, source))
+            code = EXIT_FAILED
+    return code
