@@ -22,13 +22,14 @@ import math
 import os
 import time
 from collections.abc import Iterable
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragbridge.adapters.cli import console
 from ragbridge.adapters.cli.errors import EXIT_OK, UserError
-from ragbridge.core.cache import Cache, ReplyRow
+
+if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds this parser without them
+    from ragbridge.core.cache import Cache, ReplyRow
 
 __all__ = ["register", "run_cache"]
 
@@ -81,6 +82,8 @@ def _days(text: str) -> float:
 
 
 def run_cache(args: argparse.Namespace) -> int:
+    from ragbridge.core.cache import Cache
+
     path = Path(args.path)
     if path.is_dir():
         raise UserError(f"{args.path}: is a folder, not a cache file")
@@ -251,6 +254,8 @@ def _size(n: int) -> str:
 
 
 def _day(when: float | None) -> str:
+    from datetime import datetime, timezone
+
     if when is None:
         return "?"
     return datetime.fromtimestamp(when, tz=timezone.utc).strftime("%Y-%m-%d")

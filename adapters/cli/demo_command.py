@@ -17,18 +17,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragbridge.adapters._frameworks import framework_noise_off
 from ragbridge.adapters._hub import disable_hub
 from ragbridge.adapters.cli.options import progress, summary_lines
-from ragbridge.core.results import Evaluation
-from ragbridge.core.sample import Sample, save_samples
+
+if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds this parser without them
+    from ragbridge.core.results import Evaluation
+    from ragbridge.core.sample import Sample
 
 RETRIEVAL = ["hit_rate@4", "recall@4", "mrr", "ndcg@4"]
 GENERATION = ["faithfulness:offline", "answer_relevance:offline", "context_recall:offline"]
@@ -74,6 +75,7 @@ def run_demo(args: argparse.Namespace) -> int:
     )
     from ragbridge.core.cache import Cache
     from ragbridge.core.runner import evaluate
+    from ragbridge.core.sample import save_samples
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -218,6 +220,8 @@ def _langsmith_experiment(
 ) -> Path:
     """The LangChain pipeline (``chain``, already built) as a ``langsmith.evaluate`` target,
     scored by our evaluators."""
+    import json
+
     from langsmith import evaluate
 
     from ragbridge.adapters.langsmith import evaluators, offline_client, to_examples

@@ -20,7 +20,7 @@ import argparse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragbridge.adapters.cli import console
 from ragbridge.adapters.cli.errors import EXIT_ABORTED, EXIT_OK, EXIT_USAGE, UserError
@@ -41,11 +41,12 @@ from ragbridge.adapters.cli.options import (
 )
 from ragbridge.adapters.cli.outcome import report_outcome
 from ragbridge.adapters.cli.paths import check_cache, check_distinct, check_input, check_output
-from ragbridge.core.files import write_text_atomic
-from ragbridge.core.judge import Embedder, EntailmentModel, Judge
-from ragbridge.core.metrics.base import Metric
-from ragbridge.core.results import Evaluation
-from ragbridge.core.sample import Sample, load_samples, save_samples
+
+if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds these parsers without them
+    from ragbridge.core.judge import Embedder, EntailmentModel, Judge
+    from ragbridge.core.metrics.base import Metric
+    from ragbridge.core.results import Evaluation
+    from ragbridge.core.sample import Sample
 
 __all__ = ["DEFAULT_METRICS", "LANGSMITH_METRICS", "Plan", "finish", "prepare", "register"]
 
@@ -240,6 +241,7 @@ def _write_outputs(
             problems.append(f"--out {args.out}: not written: {exc}")
     if args.report:
         from ragbridge.adapters.report import render_report
+        from ragbridge.core.files import write_text_atomic
 
         try:
             html = render_report(
@@ -257,6 +259,8 @@ def _count(n: int, noun: str) -> str:
 
 
 def _save_samples(args: argparse.Namespace, samples: list[Sample]) -> None:
+    from ragbridge.core.sample import save_samples
+
     if args.save_samples:
         save_samples(samples, args.save_samples)
         console.say(f"wrote {args.save_samples}")
@@ -272,6 +276,8 @@ def _warn_self_judging(samples: Iterable[Sample], judge: Judge | None) -> None:
 
 
 def run_eval(args: argparse.Namespace) -> int:
+    from ragbridge.core.sample import load_samples
+
     data = check_input(args.data)
     plan = prepare(args, [data])
     scan = scan_samples(args.data, plan.judge)

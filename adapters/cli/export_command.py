@@ -22,7 +22,6 @@ from ragbridge.adapters.cli import console
 from ragbridge.adapters.cli.errors import EXIT_OK
 from ragbridge.adapters.cli.options import read_samples
 from ragbridge.adapters.cli.paths import check_input, check_output
-from ragbridge.core.files import atomic_path, atomic_write
 
 FORMATS = ("ragas", "deepeval", "langsmith-examples")
 
@@ -40,6 +39,8 @@ def register(sub: Any) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    from ragbridge.core.files import atomic_path, atomic_write
+
     data = check_input(args.data)
     target = check_output(args.out, "OUT", inputs=[data])
     samples = read_samples(args.data)

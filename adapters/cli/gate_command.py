@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragbridge.adapters.cli import console
 from ragbridge.adapters.cli.errors import EXIT_FAILED, EXIT_OK, UserError
 from ragbridge.adapters.cli.paths import check_input
-from ragbridge.core.results import Evaluation
+
+if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds this parser without it
+    from ragbridge.core.results import Evaluation
 
 
 def register(sub: Any) -> None:
@@ -66,6 +68,8 @@ def higher_is_better(metric: str) -> bool:
 
 
 def _load(path: str, what: str) -> Evaluation:
+    from ragbridge.core.results import Evaluation
+
     try:
         check_input(path)
     except UserError as exc:

@@ -9,10 +9,9 @@ stdout early (``| head -1``) is not an error: the command finishes with its own 
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import sys
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
+from typing import Any, NoReturn
 
 from ragbridge.adapters._frameworks import quiet_frameworks
 from ragbridge.adapters.cli import (
@@ -29,17 +28,44 @@ from ragbridge.adapters.cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE,
 
 
 def _version() -> str:
+    # importlib.metadata costs ~10 ms to import and scans the installed distributions: paid
+    # only when --version is asked for, not by every command.
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("ragbridge")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree
         return "unknown"
 
 
+class _VersionAction(argparse.Action):
+    """argparse's ``version`` action with the version looked up when the flag is given."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS) -> None:
+        super().__init__(
+            option_strings,
+            dest=dest,
+            default=argparse.SUPPRESS,
+            nargs=0,
+            help="show program's version number and exit",
+        )
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> NoReturn:
+        sys.stdout.write(f"ragbridge {_version()}\n")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ragbridge", description="Framework-neutral evaluation of RAG pipelines."
     )
-    parser.add_argument("--version", action="version", version=f"ragbridge {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     cache_command.register(sub)
     compare_command.register(sub)
@@ -67,8 +93,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UserError, ValueError, OSError, ImportError) as exc:  # ImportError names the extra
         console.error(_one_line(exc))
         return EXIT_USAGE
-    except sqlite3.Error as exc:  # a cache file that SQLite cannot use
-        console.error(f"--cache: {_one_line(exc)}")
+    except Exception as exc:
+        # sqlite3 is imported by the commands that open a cache, not by every command: when it
+        # is not loaded, no SQLite error can have been raised.
+        sqlite3 = sys.modules.get("sqlite3")
+        if sqlite3 is None or not isinstance(exc, sqlite3.Error):
+            raise
+        console.error(f"--cache: {_one_line(exc)}")  # a cache file that SQLite cannot use
         return EXIT_USAGE
     return code
 

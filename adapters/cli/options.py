@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import inspect
 import math
 import os
 import sys
@@ -32,21 +31,20 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ragbridge.adapters.cli.errors import UserError
-from ragbridge.adapters.cli.metric_names import (
-    JudgeOnlyError,
-    UnknownMetricError,
-    choose_without_judge,
-)
 from ragbridge.adapters.cli.outcome import DEFAULT_MAX_FAILED_SHARE
 from ragbridge.adapters.cli.paths import check_input
-from ragbridge.core.judge import Embedder, EntailmentModel, Judge
-from ragbridge.core.metrics.base import Metric
-from ragbridge.core.results import Evaluation
-from ragbridge.core.runner import resolve_metrics
-from ragbridge.core.sample import Sample, SampleValidationError, load_samples
+
+# ragbridge's core (pydantic, numpy, the metrics) and rich are imported inside the functions
+# that use them: every subcommand's parser is built from this module, and `ragbridge --help`
+# must not pay ~0.2 s of imports it never uses.
+if TYPE_CHECKING:
+    from ragbridge.core.judge import Embedder, EntailmentModel, Judge
+    from ragbridge.core.metrics.base import Metric
+    from ragbridge.core.results import Evaluation
+    from ragbridge.core.sample import Sample
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -207,6 +205,13 @@ def choose_metrics(
     Everything the run would need and does not have is refused here, before anything is paid:
     a judge-only measure without ``--judge``, an ``:nli`` provider without ``--nli``.
     """
+    from ragbridge.adapters.cli.metric_names import (
+        JudgeOnlyError,
+        UnknownMetricError,
+        choose_without_judge,
+    )
+    from ragbridge.core.runner import resolve_metrics
+
     try:
         choice = choose_without_judge(names, have_judge=have_judge)
     except JudgeOnlyError as exc:
@@ -266,6 +271,8 @@ def _import_object(spec: str, what: str) -> Any:
 
 def _made(spec: str, what: str) -> Any:
     """The object a MODULE:OBJECT spec names; classes and functions are called with no args."""
+    import inspect
+
     obj = _import_object(spec, what)
     if isinstance(obj, type) or inspect.isroutine(obj):
         try:
@@ -397,6 +404,8 @@ def read_samples(path: str) -> list[Sample]:
 
     Scoring commands stream instead: `scan_samples` checks the file, then they read it again.
     """
+    from ragbridge.core.sample import SampleValidationError, load_samples
+
     source = check_input(path)
     try:
         samples = list(load_samples(source))
@@ -423,6 +432,8 @@ def scan_samples(path: str, judge: Judge | None = None) -> SampleScan:
     paid ones. Also counts the samples (the progress bar's total) and the answers written by
     the judge model itself (`self_judging_warning`).
     """
+    from ragbridge.core.sample import SampleValidationError, load_samples
+
     source = check_input(path)
     model = judge.model if judge is not None else ""
     count = own = 0

@@ -17,10 +17,13 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ragbridge.adapters.cli import console
 from ragbridge.adapters.cli.errors import EXIT_ABORTED, EXIT_FAILED, EXIT_OK
-from ragbridge.core.results import Evaluation
+
+if TYPE_CHECKING:  # imported where used: `ragbridge --help` must not load pydantic for it
+    from ragbridge.core.results import Evaluation
 
 __all__ = ["MetricVerdict", "cli_words", "failing_metrics", "report_outcome"]
 
@@ -146,6 +149,8 @@ def report_outcome(
 
     ``evaluations`` is one run or several labelled ones (``compare``: one per framework).
     """
+    from ragbridge.core.results import Evaluation
+
     runs = {"": evaluations} if isinstance(evaluations, Evaluation) else dict(evaluations)
     for evaluation in runs.values():
         for warning in evaluation.metadata.get("warnings") or []:

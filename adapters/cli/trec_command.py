@@ -13,13 +13,6 @@ from typing import Any
 from ragbridge.adapters.cli import console
 from ragbridge.adapters.cli.errors import EXIT_OK
 from ragbridge.adapters.cli.paths import check_input
-from ragbridge.core.retrieval import (
-    evaluate_run,
-    format_trec_lines,
-    parse_trec_measures,
-    read_qrels,
-    read_run_scores,
-)
 
 
 def register(sub: Any) -> None:
@@ -59,6 +52,14 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ragbridge.core.retrieval import (  # not at the top: `ragbridge --help` skips numpy
+        evaluate_run,
+        format_trec_lines,
+        parse_trec_measures,
+        read_qrels,
+        read_run_scores,
+    )
+
     specs = list(args.measures or ["all_trec"])
     show_run_id = any(s in {"all_trec", "runid"} for s in specs)
     specs = [s for s in specs if s != "runid"]
