@@ -2,6 +2,7 @@
 
     python benchmarks/judge_budget.py                    # all three sections (a few minutes)
     python benchmarks/judge_budget.py --only budget      # judge calls and prompt tokens per sample
+    python benchmarks/judge_budget.py --only chars       # prompt characters, fixed part, ratios
     python benchmarks/judge_budget.py --only wall --samples 100 --sleep 0.2 --cap 16
     python benchmarks/judge_budget.py --only faults --samples 100
 
@@ -9,6 +10,11 @@ Faithfulness + AnswerRelevance + ContextPrecision + ContextRecall (and their RAG
 DeepEval 4.3 counterparts) run on seeded synthetic samples against counting judges that answer
 every request with a minimal valid reply. Nothing is sent anywhere: no LLM, no network. Prompt
 tokens are estimated as len(prompt) // 4 for every framework (ragbridge's CountingJudge rule).
+
+The characters section also prints the *fixed part* of the prompts: per call kind (ragbridge
+task, RAGAS output model, DeepEval schema), the lines that occur identically in every prompt of
+that kind across all samples, counted once per call; it is the text a framework pays for on every
+sample whatever the sample says.
 RAGAS and DeepEval rows are skipped when those packages are not importable.
 """
 
@@ -47,7 +53,7 @@ from pydantic import BaseModel
 from ragbridge.core import Context, JudgeEngine, Sample, estimate, evaluate
 from ragbridge.core.judge import JudgeReply, JudgeTimeout, Message, RateLimited
 from ragbridge.core.results import Usage
-from ragbridge.core.testing import CountingJudge, HashEmbedder, minimal_instance
+from ragbridge.core.testing import CountingJudge, HashEmbedder, minimal_instance, task_of
 
 SKIP_RAGAS = "skipped: install ragbridge[ragas]"
 SKIP_DEEPEVAL = "skipped: install ragbridge[deepeval]"
@@ -173,12 +179,14 @@ class Meter:
     in_flight: int = 0
     max_in_flight: int = 0
     by_kind: Counter[str] = field(default_factory=Counter)
+    prompts: list[tuple[str, str]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def enter(self, prompt: str, kind: str) -> None:
         with self._lock:
             self.calls += 1
             self.prompt_tokens += tokens(prompt)
+            self.prompts.append((kind, prompt))
             self.by_kind[kind] += 1
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -199,14 +207,58 @@ class Row:
     max_in_flight: int = 0
     note: str = ""
     skipped: str | None = None
+    chars: int = 0
+    fixed_chars: int = 0
 
     @property
     def calls_per_sample(self) -> float:
         return self.calls / self.samples if self.samples else 0.0
 
     @property
+    def chars_per_sample(self) -> float:
+        return self.chars / self.samples if self.samples else 0.0
+
+    @property
+    def fixed_per_sample(self) -> float:
+        return self.fixed_chars / self.samples if self.samples else 0.0
+
+    @property
     def tokens_per_sample(self) -> float:
         return self.prompt_tokens / self.samples if self.samples else 0.0
+
+
+def fixed_chars(prompts: Sequence[tuple[str, str]]) -> int:
+    """Characters of the lines shared by every prompt of the same kind, summed over all calls.
+
+    A line counts as fixed when it occurs (as many times) in every prompt of its kind, across
+    all samples: instructions, schemas, headers and delimiters that do not depend on the data.
+    Needs at least two samples to mean anything (with one, every line is "shared").
+    """
+    by_kind: dict[str, list[str]] = {}
+    for kind, text in prompts:
+        by_kind.setdefault(kind, []).append(text)
+    total = 0
+    for texts in by_kind.values():
+        common = Counter(texts[0].split("\n"))
+        for text in texts[1:]:
+            common &= Counter(text.split("\n"))
+        per_call = sum((len(line) + 1) * n for line, n in common.items())
+        total += per_call * len(texts)
+    return total
+
+
+@dataclass
+class RecordingJudge(CountingJudge):
+    """CountingJudge that also keeps every prompt (all messages joined), kind = task id."""
+
+    prompts: list[tuple[str, str]] = field(default_factory=list)
+
+    async def generate(
+        self, messages: Sequence[Message], *, schema: type[BaseModel] | None = None
+    ) -> JudgeReply:
+        text = "\n".join(m.get("content", "") for m in messages)
+        self.prompts.append((task_of(messages) or "?", text))
+        return await super().generate(messages, schema=schema)
 
 
 def metrics_ragbridge() -> list[Any]:
@@ -237,7 +289,7 @@ def cell_summary(evaluation: Any) -> str:
 
 
 def run_ragbridge(samples: list[Sample], *, sleep: float = 0.0, cap: int = 16) -> Row:
-    judge = CountingJudge(delay=sleep)
+    judge = RecordingJudge(delay=sleep)
     metrics = metrics_ragbridge()
     started = time.perf_counter()
     evaluation = evaluate(
@@ -267,6 +319,8 @@ def run_ragbridge(samples: list[Sample], *, sleep: float = 0.0, cap: int = 16) -
         wall,
         judge.max_in_flight,
         note,
+        chars=sum(len(text) for _, text in judge.prompts),
+        fixed_chars=fixed_chars(judge.prompts),
     )
 
 
@@ -472,6 +526,8 @@ def run_ragas(
         wall,
         meter.max_in_flight,
         note,
+        chars=sum(len(text) for _, text in meter.prompts),
+        fixed_chars=fixed_chars(meter.prompts),
     )
     return row, dict(meter.by_kind)
 
@@ -627,6 +683,8 @@ def run_deepeval(
         wall,
         meter.max_in_flight,
         note,
+        chars=sum(len(text) for _, text in meter.prompts),
+        fixed_chars=fixed_chars(meter.prompts),
     )
 
 
@@ -789,8 +847,10 @@ def print_table(headers: list[str], rows: list[list[str]]) -> None:
 
 def command(args: argparse.Namespace, only: str) -> str:
     parts = [f"python benchmarks/judge_budget.py --only {only} --seed {args.seed}"]
-    if only == "budget":
+    if only in {"budget", "chars"}:
         parts.append(f"--budget-samples {args.budget_samples}")
+    if only == "chars":
+        parts.append(f"--ks {','.join(str(k) for k in args.ks)}")
     if only in {"wall", "faults"}:
         parts.append(f"--samples {args.samples} --cap {args.cap}")
     if only == "wall":
@@ -831,6 +891,61 @@ def section_budget(args: argparse.Namespace) -> None:
         fewer = all(r.prompt_tokens < ragas[r.contexts].prompt_tokens for r in ours)
         checks.append(f"fewer prompt tokens than RAGAS at every k: {fewer}")
     print("# " + "; ".join(checks))
+
+
+def section_chars(args: argparse.Namespace) -> None:
+    print(
+        f"\n## 1b. Prompt characters per sample, and the fixed part (text identical for every "
+        f"sample)\n# {command(args, 'chars')}"
+    )
+    table: list[list[str]] = []
+    verdicts: list[str] = []
+    for k in args.ks:
+        samples = make_samples(args.budget_samples, k, args.seed)
+        ours = run_ragbridge(samples)
+        ragas = run_ragas(samples)[0]
+        deep = run_deepeval(samples, include_reason=True)
+        quiet = run_deepeval(samples, include_reason=False)
+        others = [r for r in (ragas, deep) if not r.skipped]
+        cheaper = min(others, key=lambda r: r.chars) if others else None
+        for r in (ours, ragas, deep, quiet):
+            if r.skipped:
+                table.append([r.framework, str(k), "-", "-", "-", r.skipped])
+                continue
+            ratio = f"{r.chars / cheaper.chars:.2f}x" if cheaper else "-"
+            table.append(
+                [
+                    r.framework,
+                    str(k),
+                    f"{r.chars_per_sample:,.0f}",
+                    f"{r.fixed_per_sample:,.0f}",
+                    ratio,
+                    f"{r.calls_per_sample:.2f} calls/sample",
+                ]
+            )
+        if cheaper is not None:
+            ratio = ours.chars / cheaper.chars
+            verdicts.append(
+                f"k={k}: {ratio:.2f}x {cheaper.framework} ({'ok' if ratio <= 0.5 else 'OVER'})"
+            )
+        verdicts.append(
+            f"k={k}: ragbridge fixed part {ours.fixed_per_sample:,.0f} chars "
+            f"({'ok' if ours.fixed_per_sample <= 4000 else 'OVER'} vs 4,000)"
+        )
+    print_table(
+        [
+            "framework",
+            "contexts",
+            "prompt chars/sample",
+            "fixed chars/sample",
+            "vs cheaper of RAGAS/DeepEval",
+            "notes",
+        ],
+        table,
+    )
+    print("# targets: ragbridge <= 0.5x the cheaper of RAGAS and DeepEval (include_reason=True)")
+    for line in verdicts:
+        print(f"#   {line}")
 
 
 def section_wall(args: argparse.Namespace) -> None:
@@ -877,7 +992,7 @@ def section_faults(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=["budget", "wall", "faults"])
+    parser.add_argument("--only", choices=["budget", "chars", "wall", "faults"])
     parser.add_argument("--samples", type=int, default=100, help="samples for wall and faults")
     parser.add_argument("--budget-samples", type=int, default=20)
     parser.add_argument(
@@ -886,11 +1001,19 @@ def main() -> None:
     parser.add_argument("--sleep", type=float, default=0.2, help="judge latency in seconds")
     parser.add_argument("--cap", type=int, default=16, help="concurrency cap for every framework")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--ks",
+        type=lambda text: [int(k) for k in text.split(",")],
+        default=[1, 3, 10, 20],
+        help="contexts per sample for the characters section, comma-separated",
+    )
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     print(f"# python {sys.version.split()[0]}, {os.cpu_count()} cores; {versions()}")
     if args.only in (None, "budget"):
         section_budget(args)
+    if args.only in (None, "chars"):
+        section_chars(args)
     if args.only in (None, "wall"):
         section_wall(args)
     if args.only in (None, "faults"):

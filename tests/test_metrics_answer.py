@@ -102,7 +102,7 @@ def test_answer_relevance_is_the_mean_clipped_cosine() -> None:
     assert (
         s.reason == "mean similarity of 3 questions generated from the answer to the question: 0.53"
     )
-    assert s.prompt_version == "answer.analyze@1"
+    assert s.prompt_version == "answer.analyze@2"
     assert s.usage.calls == 1
 
 
@@ -183,7 +183,7 @@ def test_answer_correctness_is_the_claim_f1() -> None:
     assert s.value == pytest.approx(2 / 3)
     assert judge.tasks() == ["answer.analyze", "answer_correctness.classify"]
     assert s.usage.calls == 2
-    assert s.prompt_version == "answer.analyze@1+answer_correctness.classify@1"
+    assert s.prompt_version == "answer.analyze@2+answer_correctness.classify@2"
     assert isinstance(s.details, dict)
     assert s.details["tp"] == CLASSIFIED["tp"]
     assert s.details["fp"] == CLASSIFIED["fp"]

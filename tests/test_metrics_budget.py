@@ -177,8 +177,8 @@ def test_a_run_with_both_context_metrics_assesses_contexts_once(n_contexts: int)
     }
     cells = {c.metric: c.score for c in result}
     assert all(s.status == "scored" for s in cells.values())
-    assert cells["context_precision"].prompt_version == "context.assess@1"
-    assert cells["context_recall"].prompt_version == "context.assess@1"
+    assert cells["context_precision"].prompt_version == "context.assess@2"
+    assert cells["context_recall"].prompt_version == "context.assess@2"
     # the shared call is charged once
     assert cells["context_precision"].usage.calls + cells["context_recall"].usage.calls == 1
     assert result.usage().calls == 3
@@ -228,3 +228,35 @@ def test_combined_assessment_values_match_the_separate_templates() -> None:
         one.get(sample.id, "context_recall").value == two_r.get(sample.id, "context_recall").value
     )  # type: ignore[union-attr]
     assert len(combined.calls) == 1
+
+
+def _fixed_chars(n_contexts: int) -> int:
+    """Characters of the three calls of a run with the four metrics when every datum is empty:
+    the text the judge is sent for every sample whatever the sample says (instructions, reply
+    shape, block delimiters: one claim, ``n_contexts`` contexts)."""
+    from ragbridge.core import prompts
+
+    values = {
+        "question": "",
+        "answer": "",
+        "reference": "",
+        "claims": [""],
+        "contexts": [""] * n_contexts,
+    }
+    total = 0
+    for task in ("answer.analyze", "faithfulness.verify", "context.assess"):
+        template = prompts.get(task)
+        messages = template.render(**{name: values[name] for name in template.variables})
+        total += sum(len(m["content"]) for m in messages)
+    return total
+
+
+@pytest.mark.parametrize("n_contexts", [1, 3, 10, 20])
+def test_the_fixed_prompt_text_of_a_sample_stays_under_4k_characters(n_contexts: int) -> None:
+    # Issue 13: it was ~7.9k (a pydantic JSON Schema with docstrings in every prompt). A
+    # template that grows past this must say why; the ratio to RAGAS/DeepEval is measured by
+    # benchmarks/judge_budget.py --only chars.
+    assert _fixed_chars(n_contexts) <= 4000
+    # past the instructions, a context costs only its delimiters, in the two calls that show it
+    per_context = (_fixed_chars(20) - _fixed_chars(10)) / 10
+    assert per_context <= 2 * len("<<<BEGIN CONTEXT 10>>>\n\n<<<END CONTEXT 10>>>\n")

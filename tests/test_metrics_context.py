@@ -64,7 +64,7 @@ def test_context_precision_with_reference() -> None:
     s = score(ContextPrecision(), SAMPLE, ctx)
     assert s.value == pytest.approx((1 / 1 + 2 / 3) / 2)
     assert judge.tasks() == ["context_precision.with_reference"]
-    assert s.prompt_version == "context_precision.with_reference@1"
+    assert s.prompt_version == "context_precision.with_reference@2"
     assert s.usage.calls == 1
     assert s.reason == "2 of 3 contexts useful for the reference; rank-weighted precision 0.83"
     assert isinstance(s.details, dict)
@@ -104,7 +104,7 @@ def test_context_precision_falls_back_to_the_answer() -> None:
     s = score(ContextPrecision(), SAMPLE.model_copy(update={"reference": None}), ctx)
     assert s.value == 0.5
     assert judge.tasks() == ["context_precision.with_answer"]
-    assert s.prompt_version == "context_precision.with_answer@1"
+    assert s.prompt_version == "context_precision.with_answer@2"
     assert isinstance(s.details, dict)
     assert s.details["judged_against"] == "answer"
     assert (
@@ -204,7 +204,7 @@ def test_context_recall_three_of_four() -> None:
     assert s.reason == "3 of 4 reference statements found in the contexts"
     assert judge.tasks() == ["context_recall.attribute"]
     assert s.usage.calls == 1
-    assert s.prompt_version == "context_recall.attribute@1"
+    assert s.prompt_version == "context_recall.attribute@2"
     assert isinstance(s.details, dict)
     assert s.details["attributed"] == 3
     assert s.details["total"] == 4

@@ -89,7 +89,7 @@ def test_three_of_four_claims_supported() -> None:
     assert s.reason == "3 of 4 claims supported by the contexts (0 contradicted, 1 unsupported)"
     assert s.provider == "llm"
     assert s.judge_model == "scripted-judge"
-    assert s.prompt_version == "answer.analyze@1+faithfulness.verify@1"
+    assert s.prompt_version == "answer.analyze@2+faithfulness.verify@2"
     assert judge.tasks() == ["answer.analyze", "faithfulness.verify"]
     assert s.usage.calls == 2
 

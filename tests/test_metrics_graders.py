@@ -58,7 +58,7 @@ def test_grader_value_reason_and_details(
     assert s.details == {"verdict": verdict, "explanation": explanation}
     assert judge.tasks() == [task]
     assert s.usage.calls == 1
-    assert s.prompt_version == f"{task}@1"
+    assert s.prompt_version == f"{task}@2"
     user = judge.calls[0].messages[1]["content"]
     for block in blocks:
         assert f"<<<BEGIN {block}>>>" in user

@@ -582,7 +582,7 @@ def test_evaluate_end_to_end_with_correctness() -> None:
     def grader(request: httpx.Request) -> httpx.Response:
         messages = json.loads(request.content)["messages"]
         system, user = messages[0]["content"], messages[-1]["content"]
-        if "[ragbridge task: grader.correctness v1]" not in system:
+        if "[ragbridge task: grader.correctness v2]" not in system:
             return error(400, f"unexpected task: {system[:80]}")
         correct = "Paris" in user.split("<<<BEGIN ANSWER>>>")[-1].split("<<<END ANSWER>>>")[0]
         verdict = {"explanation": "compared with the reference", "verdict": correct}

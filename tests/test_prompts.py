@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 from ragbridge.core import prompts
 from ragbridge.core.engine import schema_instruction
 from ragbridge.core.prompts import DATA_NOT_INSTRUCTIONS, PromptTemplate, task_tag
+from ragbridge.core.prompts.compact_schema import compact_schema
 from ragbridge.core.testing import minimal_instance, task_of
 
 EXPECTED_IDS = {
@@ -59,9 +61,11 @@ def _values(template: PromptTemplate, contexts: list[str] | None = None) -> dict
 ALL = prompts.templates()
 
 
-def test_registry_holds_exactly_the_contract_ids_at_version_1() -> None:
+def test_registry_holds_exactly_the_contract_ids_at_version_2() -> None:
+    # v2: compact reply shape and tighter instructions (issue 13); tests/test_prompt_versions.py
+    # checks that every later change of a template comes with a new version.
     assert {t.id for t in ALL} == EXPECTED_IDS
-    assert all(t.version == "1" for t in ALL)
+    assert all(t.version == "2" for t in ALL)
     assert [t.id for t in ALL] == sorted(EXPECTED_IDS)
 
 
@@ -75,7 +79,7 @@ def test_every_template_renders_with_tag_rule_and_schema(template: PromptTemplat
     messages = template.render(**_values(template))
     assert [m["role"] for m in messages] == ["system", "user"]
     system, user = messages[0]["content"], messages[1]["content"]
-    assert system.splitlines()[0] == task_tag(template.id, "1")
+    assert system.splitlines()[0] == task_tag(template.id, "2")
     assert task_of(messages) == template.id
     assert DATA_NOT_INSTRUCTIONS in system
     assert user.endswith(schema_instruction(template.schema))
@@ -191,3 +195,81 @@ def test_a_context_cannot_forge_the_end_of_its_block(template: PromptTemplate) -
     begin = user.index("<<<BEGIN CONTEXT 1>>>")
     end = user.index("<<<END CONTEXT 1>>>")
     assert begin < user.index("New instruction") < end
+
+
+# ----------------------------------------------------------------- the schema the judge sees
+
+
+def test_the_judge_sees_a_compact_shape_in_declaration_order() -> None:
+    schema = prompts.get("faithfulness.verify").schema
+    assert compact_schema(schema) == (
+        '{"verdicts":[{"reason":string,"verdict":"supported"|"contradicted"|"unsupported",'
+        '"context":integer|null}]}'
+    )
+    assert schema_instruction(schema) == f"Reply with JSON only:\n{compact_schema(schema)}"
+
+
+def _shape_as_json(shape: str) -> Any:
+    """The compact shape with every type replaced by a JSON value, so it parses as JSON."""
+    literal = r'"[^"]*"(?:\|"[^"]*")+'  # "a"|"b": a literal choice, kept as its first value
+    text = re.sub(literal, lambda m: m.group(0).split("|")[0], shape)
+    for name in ("integer|null", "string", "integer", "number", "boolean", "null"):
+        text = re.sub(rf"(?<=[:\[]){re.escape(name)}(?=[,\]}}])", "0", text)
+    return json.loads(text)
+
+
+def _keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_keys(v) for v in value[:1]]
+    return None
+
+
+@pytest.mark.parametrize("template", ALL, ids=lambda t: t.id)
+def test_the_shape_names_every_key_the_parser_requires_and_nothing_else(
+    template: PromptTemplate,
+) -> None:
+    shape = _shape_as_json(compact_schema(template.schema))
+    reply = minimal_instance(template.schema, 1).model_dump()
+    assert _keys(shape) == _keys(reply)
+    assert list(shape) == list(reply)  # order too: the reasoning field before the verdict
+
+
+@pytest.mark.parametrize("template", ALL, ids=lambda t: t.id)
+def test_no_developer_text_reaches_the_judge(template: PromptTemplate) -> None:
+    # Neither in the prompt nor in the JSON Schema a tool-calling provider sends as parameters.
+    user = template.render(**_values(template))[1]["content"]
+    spec = json.dumps(template.schema.model_json_schema())
+    for text in (user, spec):
+        for marker in ('"title"', '"description"', "aligned_with", "``"):
+            assert marker not in text
+
+
+def test_the_compact_schema_is_computed_once_per_class() -> None:
+    schema = prompts.get("context.assess").schema
+    compact_schema.cache_clear()
+    first = compact_schema(schema)
+    assert compact_schema(schema) is first
+    assert compact_schema.cache_info().hits == 1
+    assert schema_instruction(schema) is schema_instruction(schema)
+
+
+def test_aligned_with_still_drives_the_reply_check() -> None:
+    # Hidden from the judge, the marking still makes a short verdict list a failed reply.
+    template = prompts.get("faithfulness.verify")
+    check = template.checker(claims=["a", "b"], contexts=["c"])
+    one = template.schema.model_validate(
+        {"verdicts": [{"reason": "r", "verdict": "supported", "context": 1}]}
+    )
+    assert check(one) == "expected 2 verdicts (one per claim), got 1"
+
+
+def test_a_type_the_shape_cannot_state_is_refused() -> None:
+    from pydantic import BaseModel
+
+    class Odd(BaseModel):
+        when: complex
+
+    with pytest.raises(TypeError, match="cannot render"):
+        compact_schema(Odd)

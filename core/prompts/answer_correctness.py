@@ -9,52 +9,43 @@ false negatives; the metric is their F1. The answer's claims come from the share
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
-
 from . import register
-from .base import PromptTemplate
+from .base import PromptTemplate, Reply
 
 __all__ = ["ANSWER_CORRECTNESS_CLASSIFY", "ClaimClassification"]
 
 
-class ClaimClassification(BaseModel):
-    """Reply of ``answer_correctness.classify``."""
+class ClaimClassification(Reply):
+    """Reply of ``answer_correctness.classify``: ``tp`` claims the reference supports, ``fp``
+    claims it does not support or contradicts, ``fn`` reference facts no claim covers."""
 
-    tp: list[str] = Field(description="Claims of the answer that the reference supports.")
-    fp: list[str] = Field(
-        description="Claims of the answer that the reference does not support or contradicts."
-    )
-    fn: list[str] = Field(
-        description="Facts of the reference that none of the answer's claims covers."
-    )
+    tp: list[str]
+    fp: list[str]
+    fn: list[str]
 
 
 ANSWER_CORRECTNESS_CLASSIFY = register(
     PromptTemplate(
         id="answer_correctness.classify",
-        version="1",
+        version="2",
         description="Answer claims vs reference: true positives, false positives, missed facts.",
         system=(
-            "You grade an answer against a reference answer, fact by fact. You judge by "
-            "meaning, not wording, and you treat the reference as the ground truth."
+            "You grade an answer's claims against a reference answer, taken as the truth, by "
+            "meaning, not wording."
         ),
         user="""\
-Compare the numbered claims, taken from an answer to the question, with the reference answer.
-
 $question
 
-Claims from the answer:
+Claims from an answer to the question:
 $claims
 
 $reference
 
-Sort the facts into three lists:
-- "tp": claims from the answer that the reference supports (copy each claim's text);
-- "fp": claims from the answer that the reference does not support, or contradicts (copy each \
-claim's text);
-- "fn": facts stated in the reference that none of the claims covers (one short standalone \
-sentence each).
-Every claim belongs to exactly one of "tp" and "fp".""",
+Sort the facts:
+- "tp": claims the reference supports (copy each claim's text);
+- "fp": claims the reference does not support or contradicts (copy each claim's text);
+- "fn": reference facts no claim covers (one short standalone sentence each).
+Every claim goes in exactly one of "tp" and "fp".""",
         schema=ClaimClassification,
     )
 )

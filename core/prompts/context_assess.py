@@ -9,58 +9,41 @@ still uses its own, smaller template.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from . import register
-from .base import PromptTemplate
+from .base import PromptTemplate, Reply
 from .context_precision import ContextUsefulness
-from .context_recall import StatementAttribution
+from .context_recall import STATEMENT_RULES, StatementAttribution
 
 __all__ = ["CONTEXT_ASSESS", "ContextAssessment"]
 
 
-class ContextAssessment(BaseModel):
-    """Reply of ``context.assess``."""
+class ContextAssessment(Reply):
+    """Reply of ``context.assess``: one verdict per context, in context order; then the
+    reference's statements, each attributed or not."""
 
-    contexts: list[ContextUsefulness] = Field(
-        description="Exactly one verdict per context, in context order.",
-        json_schema_extra={"aligned_with": "CONTEXT"},
-    )
+    contexts: list[ContextUsefulness] = Field(json_schema_extra={"aligned_with": "CONTEXT"})
     statements: list[StatementAttribution]
 
 
 CONTEXT_ASSESS = register(
     PromptTemplate(
         id="context.assess",
-        version="1",
+        version="2",
         description="Per-context usefulness for the reference, and reference statements "
         "attributed to the contexts, in one call.",
-        system=(
-            "You assess retrieved passages against a reference answer: which passages help to "
-            "reach that answer, and which parts of the answer the passages cover. You rely on "
-            "the passages alone, not on your own knowledge."
-        ),
-        user="""\
-Two tasks on the same material.
-
+        system="You assess retrieved contexts against a reference answer.",
+        user=f"""\
 $question
 
 $reference
 
-Contexts:
 $contexts
 
-Task 1, "contexts": for each numbered context, in order, give
-- "reason": one sentence on whether it helps to arrive at the reference answer;
-- "useful": true when it contains information used in, or needed for, the reference answer.
-
-Task 2, "statements": break the reference answer into its individual factual statements \
-(each one short sentence that makes sense on its own, pronouns replaced; together covering the \
-whole reference, each fact once) and for each give
-- "statement": the fact;
-- "reason": one sentence explaining your decision;
-- "attributed": true when the fact is stated in, or directly follows from, at least one context;
-- "context": the number of a context that contains the fact, or null when none does.""",
+1. "contexts": per context, in order: "reason" (one sentence) first, then "useful": true if it \
+holds facts the reference states or needs.
+2. "statements": {STATEMENT_RULES}""",
         schema=ContextAssessment,
     )
 )

@@ -18,10 +18,10 @@ call, so the cost is one call whatever the number of contexts; the verdict list 
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from . import register
-from .base import PromptTemplate
+from .base import PromptTemplate, Reply
 
 __all__ = [
     "CONTEXT_PRECISION_WITH_ANSWER",
@@ -31,53 +31,44 @@ __all__ = [
 ]
 
 
-class ContextUsefulness(BaseModel):
-    """One context's verdict."""
+class ContextUsefulness(Reply):
+    """One context's verdict: the reason (one sentence), then whether it was useful."""
 
-    reason: str = Field(description="One sentence explaining the verdict.")
+    reason: str
     useful: bool
 
 
-class ContextUsefulnessVerdicts(BaseModel):
+class ContextUsefulnessVerdicts(Reply):
     """Reply of both context-precision templates: one verdict per context, in context order."""
 
-    verdicts: list[ContextUsefulness] = Field(
-        description="Exactly one verdict per context, in context order.",
-        json_schema_extra={"aligned_with": "CONTEXT"},
-    )
+    verdicts: list[ContextUsefulness] = Field(json_schema_extra={"aligned_with": "CONTEXT"})
 
 
 _SYSTEM = (
-    "You assess the passages a search system retrieved for a question. You judge each passage "
-    "on its own merits, in the order given, and you do not reward passages for being on-topic "
-    "when they do not help."
+    "You judge each passage a search system retrieved on its own merits; being on-topic is not "
+    "enough to be useful."
 )
 
 _RULES = """\
-Judge each context separately, in order. Write the reason (one sentence) before the "useful" \
-flag. Return exactly one verdict per context, in context order: the list must have as many \
-entries as there are contexts."""
+For each context, in order: "reason" (one sentence) first, then "useful". One verdict per \
+context."""
 
 CONTEXT_PRECISION_WITH_REFERENCE = register(
     PromptTemplate(
         id="context_precision.with_reference",
-        version="1",
+        version="2",
         description="Usefulness of each retrieved context for reaching the reference answer.",
         system=_SYSTEM,
         user=f"""\
-For each numbered context, decide whether it was useful for arriving at the reference answer \
-to the question.
-
 $question
 
 $reference
 
-Contexts:
 $contexts
 
-A context is useful when it holds information that the reference answer states or that \
-directly helps to derive it. It is not useful when it is off-topic, or related to the subject \
-but silent on what the reference answer says.
+Was each context useful for arriving at the reference answer? Useful: it holds information the \
+reference states or that directly helps derive it; not useful: off-topic, or on the subject but \
+silent on what the reference says.
 {_RULES}""",
         schema=ContextUsefulnessVerdicts,
     )
@@ -86,22 +77,19 @@ but silent on what the reference answer says.
 CONTEXT_PRECISION_WITH_ANSWER = register(
     PromptTemplate(
         id="context_precision.with_answer",
-        version="1",
+        version="2",
         description="Usefulness of each retrieved context for the answer that was given.",
         system=_SYSTEM,
         user=f"""\
-For each numbered context, decide whether it was useful for producing the answer below to the \
-question.
-
 $question
 
 $answer
 
-Contexts:
 $contexts
 
-A context is useful when it holds information that the answer states or relies on. It is not \
-useful when it is off-topic, or related to the subject but contributes nothing the answer uses.
+Was each context useful for producing the answer? Useful: it holds information the answer \
+states or relies on; not useful: off-topic, or on the subject but contributing nothing the \
+answer uses.
 {_RULES}""",
         schema=ContextUsefulnessVerdicts,
     )

@@ -10,59 +10,56 @@ score inspectable.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
-
 from . import register
-from .base import PromptTemplate
+from .base import PromptTemplate, Reply
 
-__all__ = ["CONTEXT_RECALL_ATTRIBUTE", "StatementAttribution", "StatementAttributions"]
+__all__ = [
+    "CONTEXT_RECALL_ATTRIBUTE",
+    "STATEMENT_RULES",
+    "StatementAttribution",
+    "StatementAttributions",
+]
 
 
-class StatementAttribution(BaseModel):
-    """One reference statement and whether the contexts contain it."""
+class StatementAttribution(Reply):
+    """One reference statement (standalone), the reason for the decision, whether the contexts
+    contain it, and the 1-based number of a context that does (None when none does)."""
 
-    statement: str = Field(description="One factual statement of the reference, standalone.")
-    reason: str = Field(description="One sentence explaining the decision.")
+    statement: str
+    reason: str
     attributed: bool
-    context: int | None = Field(
-        description="1-based number of a context containing the statement, or null."
-    )
+    context: int | None
 
 
-class StatementAttributions(BaseModel):
+class StatementAttributions(Reply):
     """Reply of ``context_recall.attribute``."""
 
     statements: list[StatementAttribution]
 
 
+#: Shared with ``context.assess``, which asks for the same statements.
+STATEMENT_RULES = """\
+split the reference into short standalone facts (pronouns replaced; all of it, each \
+fact once); for each: "statement", "reason" (one sentence), "attributed": true if a context \
+states or directly implies it, "context": that context's number, or null."""
+
 CONTEXT_RECALL_ATTRIBUTE = register(
     PromptTemplate(
         id="context_recall.attribute",
-        version="1",
+        version="2",
         description="Reference split into statements, each attributed to the contexts or not.",
         system=(
-            "You check whether a set of retrieved passages covers everything a reference answer "
-            "says. You rely on the passages alone, not on your own knowledge."
+            "You check whether retrieved passages cover what a reference answer says, using the "
+            "passages alone, never your own knowledge."
         ),
-        user="""\
-Break the reference answer to the question into its individual factual statements, then \
-decide for each statement whether the numbered contexts contain it.
-
+        user=f"""\
 $question
 
 $reference
 
-Contexts:
 $contexts
 
-For every statement:
-- "statement": the fact as one short sentence that makes sense on its own (replace pronouns \
-with what they refer to). Together the statements must cover the whole reference, each fact \
-once.
-- "reason": one sentence explaining your decision.
-- "attributed": true when the fact is stated in, or directly follows from, at least one \
-context; false otherwise.
-- "context": the number of a context that contains the fact, or null when none does.""",
+"statements": {STATEMENT_RULES}""",
         schema=StatementAttributions,
     )
 )

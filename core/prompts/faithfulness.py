@@ -28,7 +28,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from . import register
-from .base import Facts, PromptTemplate
+from .base import Facts, PromptTemplate, Reply
 
 __all__ = [
     "ANSWER_ANALYZE",
@@ -39,39 +39,33 @@ __all__ = [
 ]
 
 
-class AnswerAnalysis(BaseModel):
-    """Reply of ``answer.analyze``."""
+class AnswerAnalysis(Reply):
+    """Reply of ``answer.analyze``.
 
-    claims: list[str] = Field(
-        description="Atomic, self-contained factual statements made by the answer "
-        "(pronouns replaced by what they refer to); empty when it asserts nothing factual."
-    )
-    questions: list[str] = Field(
-        description="Exactly 3 distinct questions to which the answer would be a fitting reply."
-    )
-    noncommittal: bool = Field(
-        description="True when the answer avoids answering (does not know, evades, hedges)."
-    )
+    ``claims``: atomic, self-contained factual statements of the answer (pronouns resolved);
+    empty when it asserts nothing factual. ``questions``: 3 distinct questions the answer would
+    fittingly reply to. ``noncommittal``: the answer avoids answering. (What each field means is
+    told to the judge by the template, not by the schema: see `compact_schema`.)
+    """
+
+    claims: list[str]
+    questions: list[str]
+    noncommittal: bool
 
 
-class ClaimVerdict(BaseModel):
-    """One claim's verdict in ``faithfulness.verify``."""
+class ClaimVerdict(Reply):
+    """One claim's verdict in ``faithfulness.verify``; ``context`` is the 1-based number of the
+    context that supports or contradicts the claim, or None when no context does."""
 
-    reason: str = Field(description="One sentence explaining the verdict.")
+    reason: str
     verdict: Literal["supported", "contradicted", "unsupported"]
-    context: int | None = Field(
-        description="1-based number of the context that supports or contradicts the claim, "
-        "or null when no context does."
-    )
+    context: int | None
 
 
-class ClaimVerdicts(BaseModel):
-    """Reply of ``faithfulness.verify``: one verdict per claim, in claim order."""
+class ClaimVerdicts(Reply):
+    """Reply of ``faithfulness.verify``: exactly one verdict per claim, in claim order."""
 
-    verdicts: list[ClaimVerdict] = Field(
-        description="Exactly one verdict per claim, in claim order.",
-        json_schema_extra={"aligned_with": "CLAIM"},
-    )
+    verdicts: list[ClaimVerdict] = Field(json_schema_extra={"aligned_with": "CLAIM"})
 
 
 def _questions_given(reply: BaseModel, facts: Facts) -> str | None:
@@ -89,30 +83,20 @@ def _questions_given(reply: BaseModel, facts: Facts) -> str | None:
 ANSWER_ANALYZE = register(
     PromptTemplate(
         id="answer.analyze",
-        version="1",
+        version="2",
         description="Claims, generated questions and noncommittal flag of an answer.",
-        system=(
-            "You review answers written by a question-answering system. You take an answer "
-            "apart into the facts it asserts, and you work out which questions it replies to."
-        ),
+        system="You split answers into their facts and the questions they answer.",
         user="""\
-Analyse the answer below. The question it was written for is given for context only.
-
 $question
 
 $answer
 
-Return three things.
-1. "claims": every factual assertion the answer makes, each rewritten as one short sentence \
-that can be judged true or false on its own. Replace pronouns and vague references ("it", \
-"they", "this product", "the latter") with the names they stand for, so a claim still makes \
-sense without the answer next to it. Split a sentence that asserts several things into several \
-claims. Leave out greetings, hedges, opinions and mere restatements of the question. If the \
-answer asserts nothing factual, return an empty list.
-2. "questions": exactly 3 different questions to which this answer, as written, would be a \
-fitting reply. Derive them from the answer alone, not from the question above.
-3. "noncommittal": true if the answer dodges the question (it says it does not know or cannot \
-tell, or it talks around the question without answering it); otherwise false.""",
+From the answer (the question is context only):
+- "claims": each factual assertion as a short standalone sentence (names for pronouns and vague \
+references, compound sentences split; no greetings, hedges, opinions, restated \
+question); [] if none.
+- "questions": 3 different questions this answer would fittingly reply to.
+- "noncommittal": true if it dodges the question (does not know, talks around it).""",
         schema=AnswerAnalysis,
         extra_check=_questions_given,
     )
@@ -121,29 +105,17 @@ tell, or it talks around the question without answering it); otherwise false."""
 FAITHFULNESS_VERIFY = register(
     PromptTemplate(
         id="faithfulness.verify",
-        version="1",
+        version="2",
         description="Verdict for every claim of an answer against the retrieved contexts.",
-        system=(
-            "You are a strict fact checker. You decide whether statements are backed by a set "
-            "of source passages, using the passages alone and no knowledge of your own."
-        ),
+        system="You are a strict fact checker: only the contexts count, not your knowledge.",
         user="""\
-Check every numbered claim against the numbered contexts.
-
-Claims:
 $claims
 
-Contexts:
 $contexts
 
-For each claim, in the order given, decide:
-- "supported" when the contexts state the claim or it follows directly from what they state;
-- "contradicted" when the contexts state something that cannot be true together with the claim;
-- "unsupported" when the contexts neither establish nor refute the claim. Do not fill gaps \
-with your own knowledge: a true claim that the contexts do not back is unsupported.
-Write the reason (one sentence) before the verdict. Set "context" to the number of the context \
-that supports or contradicts the claim, or null when there is none. Return exactly one verdict \
-per claim, in claim order: the list must have as many entries as there are claims.""",
+Per claim, in order: "reason" (one sentence) first, then "verdict": "supported" if the contexts \
+state or directly imply it, "contradicted" if they contradict it, else \
+"unsupported" (even if true); "context": the deciding context's number, or null.""",
         schema=ClaimVerdicts,
     )
 )
