@@ -32,9 +32,10 @@ It exists because the failure modes users hit in other frameworks all live at th
 from __future__ import annotations
 
 import asyncio
-import json
+import functools
 import random
 import re
+import sys
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -44,7 +45,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
-from .cache import Cache, CachedReply, cache_key
+from .cache import Cache, CachedReply, cache_key, canonical_json
 from .judge import (
     ConnectionRefused,
     Embedder,
@@ -74,6 +75,7 @@ __all__ = [
     "cost_of",
     "extract_json",
     "parse_reply",
+    "schema_key_json",
 ]
 
 T = TypeVar("T", bound=BaseModel)
@@ -155,6 +157,16 @@ def parse_reply(text: str, schema: type[T]) -> tuple[T | None, str | None]:
     Tolerates fences and prose around the object (`extract_json`). Public so that tools that
     read stored replies (``ragbridge cache prune --failed``) parse exactly as the engine does.
     """
+    stripped = text.strip()
+    if stripped.startswith("{") and "```" not in stripped:
+        # The common case (and every reply the engine stores): the text is the object itself.
+        # `extract_json` would return exactly this text, so validating it directly gives the
+        # same value without scanning it character by character in Python; any failure takes
+        # the general path below, so the error a repair quotes is unchanged.
+        try:
+            return schema.model_validate_json(stripped), None
+        except ValidationError:
+            pass
     candidate = extract_json(text)
     if candidate is None:
         return None, "the reply contains no JSON object"
@@ -171,14 +183,54 @@ def parse_reply(text: str, schema: type[T]) -> tuple[T | None, str | None]:
 _parse = parse_reply
 
 
+S = TypeVar("S")
+
+# Per schema class, computed once: `model_json_schema()` costs ~2 ms and leaves cyclic garbage,
+# and it used to be rebuilt for every prompt and every cache key. Keyed by the class object (held
+# weakly, so classes built in tests can go), never by its name: two classes named alike with
+# different fields are two entries. A class whose fields change after first use (a later
+# `model_rebuild`) is not supported: a schema class is fixed once its prompts are in use.
+_PER_SCHEMA: weakref.WeakKeyDictionary[type[BaseModel], dict[str, Any]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _per_schema(func: Callable[[type[BaseModel]], S]) -> Callable[[type[BaseModel]], S]:
+    """Memoise ``func(schema)`` per schema class (see `_PER_SCHEMA`)."""
+    name = func.__qualname__
+
+    @functools.wraps(func)
+    def memoised(schema: type[BaseModel]) -> S:
+        slot = _PER_SCHEMA.get(schema)
+        if slot is None:
+            slot = _PER_SCHEMA[schema] = {}
+        if name not in slot:
+            slot[name] = func(schema)
+        value: S = slot[name]
+        return value
+
+    return memoised
+
+
+@_per_schema
+def schema_key_json(schema: type[BaseModel]) -> str:
+    """The schema as the cache key hashes it: canonical JSON of ``model_json_schema()``.
+
+    The key covers the full schema the reply is validated against (not just the text the judge
+    is shown), so a change to the parser's schema is a miss even if the prompt stayed the same.
+    """
+    return canonical_json(schema.model_json_schema(), "schema")
+
+
 def schema_instruction(schema: type[BaseModel]) -> str:
-    """The sentence every structured prompt ends with: the schema, stated in the prompt."""
-    # Declaration order, not sorted: schemas list the reasoning field before the verdict.
-    spec = json.dumps(schema.model_json_schema(), separators=(",", ":"))
-    return (
-        "Reply with a single JSON object and nothing else. It must validate against this "
-        f"JSON Schema:\n{spec}"
-    )
+    """The sentence every structured prompt ends with: the reply's shape, stated in the prompt.
+
+    The compact shape the judge needs (keys in declaration order, types, literals); memoised
+    per schema class there, see `ragbridge.core.prompts.compact_schema`.
+    """
+    from .prompts.compact_schema import schema_instruction as instruction
+
+    return instruction(schema)
 
 
 Validator = Callable[[Any], "str | None"]
@@ -202,6 +254,10 @@ class _Stats:
     refused: int = 0
     stale: int = 0
     """Cache entries that no longer pass validation (re-asked, then replaced)."""
+
+
+#: The usage of a call answered from the cache (frozen, so one instance serves every hit).
+_ONE_CACHED = Usage(cached_calls=1)
 
 
 class _NotSent(Exception):
@@ -351,9 +407,10 @@ class JudgeEngine:
                 model=self.model,
                 template_id=template_id,
                 template_version=template_version,
-                messages=list(messages),
-                schema=None if schema is None else schema.model_json_schema(),
-                params=dict(self.params),
+                messages=messages,
+                schema=None,
+                schema_json=None if schema is None else schema_key_json(schema),
+                params=self.params,
             )
             hit = self.cache.get_reply(key)
             if hit is not None:
@@ -366,7 +423,7 @@ class JudgeEngine:
                         value = None
                 if value is not None:
                     self.stats.cached += 1
-                    return JudgeCall(value, None, Usage(cached_calls=1), hit.text)
+                    return JudgeCall(value, None, _ONE_CACHED, hit.text)
                 self.stats.stale += 1
             shared = await self._join(key, schema, validate)
             if shared is not None:
@@ -411,7 +468,7 @@ class JudgeEngine:
         if first.value is None or (schema is not None and _check(validate, first.value)):
             return None
         self.stats.cached += 1
-        return JudgeCall(first.value, None, Usage(cached_calls=1), first.text)
+        return JudgeCall(first.value, None, _ONE_CACHED, first.text)
 
     async def _send_request(
         self,
@@ -610,10 +667,21 @@ async def _within(call: Awaitable[V], timeout: float | None, what: str) -> V:
     """Await one provider call, bounded by the per-attempt ``timeout`` (None: unbounded)."""
     if timeout is None:
         return await call
+    if _HAS_TIMEOUT_SCOPE:
+        # Python 3.11+: a deadline on this task, instead of `wait_for`'s extra task and its
+        # scheduling per call (measurable at thousands of calls a second).
+        try:
+            async with asyncio.timeout(timeout):  # type: ignore[attr-defined,unused-ignore]
+                return await call
+        except TimeoutError:
+            raise JudgeTimeout(f"no {what} within {timeout:g} s") from None
     try:
         return await asyncio.wait_for(call, timeout)
     except asyncio.TimeoutError:
         raise JudgeTimeout(f"no {what} within {timeout:g} s") from None
+
+
+_HAS_TIMEOUT_SCOPE = sys.version_info >= (3, 11)
 
 
 def _check(validate: Validator | None, value: Any) -> str | None:

@@ -114,6 +114,36 @@ class Usage(BaseModel):
         )
 
 
+class _NotPlain(Exception):
+    """Internal: `_plain_copy` met something only `_json_data`'s general path handles."""
+
+
+def _plain_copy(obj: Any) -> Any:
+    """A copy of ``obj`` when it already is plain JSON data of exact builtin types.
+
+    Every Score's details pass through `_json_data`; nearly all are plain dicts, lists,
+    strings and numbers, for which the general path spent most of its time building the
+    ``where`` path of an error that never happens. Anything else raises `_NotPlain`.
+    """
+    kind = type(obj)
+    if kind is str or kind is int or kind is bool or obj is None:
+        return obj
+    if kind is float:
+        if not math.isfinite(obj):
+            raise _NotPlain
+        return obj
+    if kind is dict:
+        out: dict[str, Any] = {}
+        for key, item in obj.items():
+            if type(key) is not str:
+                raise _NotPlain
+            out[key] = _plain_copy(item)
+        return out
+    if kind is list:
+        return [_plain_copy(item) for item in obj]
+    raise _NotPlain
+
+
 def _json_data(obj: Any, where: str) -> Any:
     """Return ``obj`` as plain JSON data, or raise ValueError naming the offending path.
 
@@ -176,7 +206,10 @@ class Score(BaseModel):
     @field_validator("details")
     @classmethod
     def _details_are_json(cls, v: Any) -> Any:
-        return _json_data(v, "details")
+        try:
+            return _plain_copy(v)
+        except _NotPlain:
+            return _json_data(v, "details")
 
     @field_validator("latency_s")
     @classmethod

@@ -26,6 +26,7 @@ from ragbridge.core.cache import (
     CachedReply,
     CacheStats,
     cache_key,
+    canonical_json,
     default_cache_path,
     open_cache,
 )
@@ -128,6 +129,28 @@ def test_key_rejects_ambiguous_inputs() -> None:
         _key(params={1: "a"})
     with pytest.raises(TypeError, match="not JSON-like"):
         _key(params={"x": object()})
+
+
+def test_a_preserialised_schema_gives_the_same_key() -> None:
+    # The engine hands over the schema serialised once per class; the key must not change,
+    # or every cache written before would silently miss.
+    serialised = canonical_json(BASE["schema"], "schema")
+    assert _key(schema=None, schema_json=serialised) == _key()
+    other = canonical_json({"type": "object"}, "schema")
+    assert _key(schema=None, schema_json=other) != _key()
+    with pytest.raises(TypeError, match="not both"):
+        _key(schema_json=serialised)
+
+
+def test_messages_that_are_not_plain_dicts_of_strings_take_the_general_path() -> None:
+    from types import MappingProxyType
+
+    proxied = [MappingProxyType(m) for m in BASE["messages"]]
+    assert _key(messages=proxied) == _key()
+    # a non-string value is canonicalised (1.0 is 1) or refused, as before
+    assert _key(messages=[{"role": "user", "n": 1.0}]) == _key(messages=[{"role": "user", "n": 1}])
+    with pytest.raises(TypeError, match="keys must be str"):
+        _key(messages=[{1: "user"}])
 
 
 # ---------------------------------------------------------------- replies

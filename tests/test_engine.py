@@ -10,7 +10,15 @@ import pytest
 from pydantic import BaseModel
 
 from ragbridge.core.cache import Cache
-from ragbridge.core.engine import JudgeEngine, Price, cost_of, extract_json
+from ragbridge.core.engine import (
+    JudgeEngine,
+    Price,
+    cost_of,
+    extract_json,
+    parse_reply,
+    schema_instruction,
+    schema_key_json,
+)
 from ragbridge.core.judge import (
     JudgeReply,
     PermanentJudgeError,
@@ -681,3 +689,95 @@ def test_calls_queued_for_a_slot_when_the_breaker_trips_are_not_sent_nor_counted
     assert len(judge.calls) == 2
     assert engine.breaker.line == "judge: 401 Unauthorized on 1/2 calls"
     assert [r.failure.kind for r in results[2:]] == [FailureKind.CANCELLED] * 4
+
+
+def _same_name_schemas() -> tuple[type[BaseModel], type[BaseModel]]:
+    """Two schema classes both named ``Answer`` whose fields differ."""
+
+    class Answer(BaseModel):
+        ok: bool
+
+    first = Answer
+
+    class Answer(BaseModel):  # type: ignore[no-redef]
+        ok: bool
+        why: str
+
+    return first, Answer
+
+
+def test_the_memoised_schema_is_per_class_never_per_name(tmp_path: Path) -> None:
+    first, second = _same_name_schemas()
+    assert first.__name__ == second.__name__
+    assert schema_instruction(first) != schema_instruction(second)
+    assert '"why"' in schema_instruction(second)
+    assert '"why"' not in schema_instruction(first)
+    assert schema_key_json(first) != schema_key_json(second)
+    # ...and so the same messages asked with either schema are two requests, not one hit.
+    judge = ScriptedJudge({"*": GOOD})
+    engine = JudgeEngine(judge, cache=Cache(tmp_path / "c.sqlite"))
+    messages = [{"role": "user", "content": "Is water wet?"}]
+    for schema in (first, second, first, second):
+        call = run(engine.ask(messages, schema, template_id="t", template_version="1"))
+        assert isinstance(call.value, schema)
+    assert len(judge.calls) == 2
+
+
+def test_the_schema_is_built_once_per_class_not_per_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Counted(BaseModel):
+        ok: bool
+        why: str
+
+    built = []
+    original = Counted.model_json_schema
+
+    def counting(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        built.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(Counted, "model_json_schema", counting)
+    template = PromptTemplate(
+        id="test.counted", version="1", system="You judge.", user="Is $question?", schema=Counted
+    )
+    engine = JudgeEngine(ScriptedJudge({"*": GOOD}), cache=Cache(":memory:"))
+
+    async def many() -> None:
+        for i in range(20):
+            call = await engine.ask(
+                template.render(question=f"q{i}"),
+                Counted,
+                template_id=template.id,
+                template_version=template.version,
+            )
+            assert call.ok
+
+    run(many())
+    assert len(built) <= 2  # once for the prompt's schema text, once for the cache key
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"ok": true, "why": "plain"}',
+        '  \n{"ok": false, "why": "padded"}\n ',
+        '{"ok": true, "why": "x"} and then some prose',
+        '{"ok": true, "why": "see ```{\\"ok\\": false, \\"why\\": \\"fenced\\"}```"}',
+        '{"ok": "maybe", "why": "wrong type"}',
+        '{"ok": true}',
+        "{not json}",
+    ],
+)
+def test_parse_reply_agrees_with_extracting_the_object_first(text: str) -> None:
+    # The fast path for replies that are just the object must give what the general path gives.
+    value, problem = parse_reply(text, Verdict)
+    candidate = extract_json(text)
+    if candidate is None:
+        assert value is None
+        assert problem is not None
+        return
+    try:
+        expected: Verdict | None = Verdict.model_validate_json(candidate)
+    except Exception:
+        expected = None
+    assert value == expected
+    assert (problem is None) == (expected is not None)

@@ -115,6 +115,45 @@ def test_streams_a_generator_with_a_bounded_window() -> None:
     assert set(totals) == {None}
 
 
+class HeadWaits:
+    """A judge whose answer to the first sample comes only after later samples were judged."""
+
+    model = "head-waits"
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+        self.later_when_first_done = -1
+
+    async def generate(self, messages, *, schema=None):  # type: ignore[no-untyped-def]
+        from ragbridge.core.judge import JudgeReply
+
+        text = messages[-1]["content"]
+        self.asked.append(text)
+        if "alpha-first" in text:
+            for _ in range(100):
+                if self._later() >= 3:
+                    break
+                await asyncio.sleep(0.01)
+            self.later_when_first_done = self._later()
+        return JudgeReply(text='{"ok": true}')
+
+    def _later(self) -> int:
+        return sum("zeta-later" in t for t in self.asked)
+
+
+def test_a_slow_first_sample_does_not_hold_back_the_next_ones_and_order_is_kept() -> None:
+    data = [Sample(id="s0", question="q", answer="alpha-first")] + [
+        Sample(id=f"s{i}", question="q", answer=f"zeta-later {i}") for i in range(1, 10)
+    ]
+    judge = HeadWaits()
+    result = evaluate(data, [Judged()], judge=judge, window=2)
+    # window 2: while the first sample waits, finished ones make room for new ones, up to
+    # twice the window started and not yet handed back (first + 3 later).
+    assert judge.later_when_first_done == 3
+    assert result.sample_ids == [s.id for s in data]
+    assert all(c.score.value == 1.0 for c in result)
+
+
 def test_metric_exceptions_and_missing_judge_become_typed_failures() -> None:
     result = evaluate(samples(3), [Exploding(), Judged()])
     exploded = result.get("s01", "exploding")
@@ -285,3 +324,48 @@ def test_settings_are_exported_from_the_core() -> None:
 
     assert ragbridge.core.Settings is Settings
     assert "Settings" in ragbridge.core.__all__
+
+
+def test_a_cached_rerun_of_the_four_llm_metrics_makes_no_calls_and_gives_the_same_cells(
+    tmp_path: Path,
+) -> None:
+    from ragbridge.core.testing import CountingJudge, HashEmbedder
+
+    data = [
+        Sample(
+            id=f"s{i}",
+            question=f"When was the museum {i} founded?",
+            answer=f"The museum {i} was founded in {1900 + i}. It has a garden.",
+            contexts=[
+                Context(text=f"The museum {i} opened in {1900 + i}.", id=f"s{i}-a"),
+                Context(text="Its garden is large.", id=f"s{i}-b"),
+                Context(text="The river floods in spring.", id=f"s{i}-c"),
+            ],
+            reference=f"It was founded in {1900 + i}.",
+        )
+        for i in range(6)
+    ]
+    names = ["faithfulness", "answer_relevance", "context_precision", "context_recall"]
+    path = tmp_path / "cache.sqlite"
+    first_judge, second_judge = CountingJudge(), CountingJudge()
+    first = evaluate(data, names, judge=first_judge, embedder=HashEmbedder(), cache=path)
+    second = evaluate(data, names, judge=second_judge, embedder=HashEmbedder(), cache=path)
+    assert first_judge.calls > 0
+    assert second_judge.calls == 0
+    assert all(c.score.failure is None for c in first)
+    assert [(c.sample_id, c.metric, c.score.value, c.score.details) for c in first] == [
+        (c.sample_id, c.metric, c.score.value, c.score.details) for c in second
+    ]
+    assert second.usage().cached_calls == first.usage().calls
+
+
+def test_a_metric_that_paid_for_nothing_shares_one_zero_usage() -> None:
+    from ragbridge.core.engine import JudgeCall
+    from ragbridge.core.metrics.base import usage_of
+    from ragbridge.core.results import Usage
+
+    paid = JudgeCall(None, None, Usage(calls=1, prompt_tokens=5))
+    assert usage_of(None) is usage_of(paid, owned=(False,))  # no new object per kept cell
+    assert usage_of(None) == Usage()
+    assert usage_of(paid, paid, owned=(True, False)) == Usage(calls=1, prompt_tokens=5)
+    assert usage_of(None) == Usage()  # the shared zero was not changed by the sum

@@ -129,6 +129,27 @@ def test_details_must_be_finite_json_data() -> None:
     assert type(normalised.details["sim"]) is float  # type: ignore[index]
 
 
+def test_details_are_copied_and_subclasses_are_normalised() -> None:
+    # Plain details take a fast path; it must copy like the general one, and anything that
+    # is not an exact builtin type (a str enum, a bool-like int subclass) still takes the
+    # general path and its rules.
+    import enum
+
+    class Kind(str, enum.Enum):
+        A = "a"
+
+    given = {"claims": [{"verdict": "supported", "n": 1, "w": 0.5, "ok": True, "c": None}]}
+    score = Score(value=0.5, details=given)
+    given["claims"][0]["verdict"] = "changed"  # type: ignore[index]
+    assert score.details == {
+        "claims": [{"verdict": "supported", "n": 1, "w": 0.5, "ok": True, "c": None}]
+    }
+    with pytest.raises(ValueError, match=r"details\.x\[1\] must be finite"):
+        Score(value=0.5, details={"x": [1.0, float("inf")]})
+    odd = Score(value=0.5, details={"kind": Kind.A, "pair": [(1, 2)]})
+    assert odd.details == {"kind": "a", "pair": [[1, 2]]}
+
+
 def test_usage_adds_up() -> None:
     a = Usage(calls=2, cached_calls=1, prompt_tokens=100, completion_tokens=20)
     b = Usage(calls=1, prompt_tokens=50, completion_tokens=5)

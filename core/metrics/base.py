@@ -213,9 +213,17 @@ def _nonblank(value: str | list[Any]) -> bool:
     return bool(value)
 
 
+_NO_USAGE = Usage()
+
+
 def usage_of(*calls: JudgeCall[Any] | None, owned: tuple[bool, ...] | None = None) -> Usage:
-    """Total usage of the calls this metric paid for (shared calls count for their owner only)."""
-    total = Usage()
+    """Total usage of the calls this metric paid for (shared calls count for their owner only).
+
+    A metric that paid for nothing gets the one shared zero `Usage` (it is frozen): half the
+    cells of a run are such, and every object a kept result holds is rescanned by the garbage
+    collector for the rest of the run.
+    """
+    total = _NO_USAGE
     for i, call in enumerate(calls):
         if call is not None and (owned is None or owned[i]):
             total += call.usage
