@@ -40,7 +40,7 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ValidationError
@@ -54,7 +54,6 @@ from .judge import (
     JudgeReply,
     JudgeTimeout,
     Message,
-    PermanentJudgeError,
     ProviderUnusable,
     RateLimited,
     ServerError,
@@ -293,12 +292,57 @@ def _exhausted(replied: Outcome, attempts: int) -> Outcome:
     return Outcome.UNUSABLE if attempts > 1 else Outcome.NEUTRAL
 
 
+Step = Literal["retry", "unusable", "permanent", "exhausted"]
+
+
+def _next_step(error: JudgeError, *, refused_once: bool, retries_left: int) -> Step:
+    """What a failed attempt leads to: the one retry policy of the judge and embedding engines.
+
+    ``unusable``: the provider cannot be used (a wrong key, an unknown model, no scheme, a
+    refused connection that a retry did not cure) — not retried, and counted by the breaker.
+    ``permanent``: this request cannot succeed (e.g. a 400), the provider may be fine.
+    ``exhausted``: a transient error with no retry left. ``retry``: try again after a backoff.
+    """
+    if isinstance(error, ProviderUnusable):
+        return "unusable"
+    if isinstance(error, ConnectionRefused):
+        return "unusable" if refused_once or retries_left == 0 else "retry"
+    if isinstance(error, TransientJudgeError):
+        return "retry" if retries_left else "exhausted"
+    return "permanent"
+
+
+async def _on_the_wire(
+    stats: _Stats,
+    breaker: Breaker,
+    timeout: float | None,
+    start: Callable[[], Awaitable[V]],
+    what: str,
+) -> V:
+    """One provider call, holding a slot already: counted in flight, bounded by ``timeout``.
+
+    ``start`` makes the call only once it is certain to be sent: a call whose breaker tripped
+    while it waited for its slot is not sent at all (`_NotSent`).
+    """
+    if breaker.tripped:
+        raise _NotSent
+    stats.in_flight += 1
+    stats.calls += 1
+    stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
+    token = attempt_timeout.set(timeout)
+    try:
+        return await _within(start(), timeout, what)
+    finally:
+        attempt_timeout.reset(token)
+        stats.in_flight -= 1
+
+
 def _with_fix(message: str, hint: str | None) -> str:
     """A failure message that ends with what to do about it (when the error says)."""
     return f"{message} — {hint}" if hint and hint not in message else message
 
 
-def _transient_kind(exc: TransientJudgeError) -> FailureKind:
+def _transient_kind(exc: JudgeError) -> FailureKind:
     if isinstance(exc, JudgeTimeout):
         return FailureKind.TIMEOUT
     if isinstance(exc, RateLimited):
@@ -536,43 +580,32 @@ class JudgeEngine:
             except _NotSent:
                 outcome = replied if usage.calls else Outcome.NOT_SENT
                 return JudgeCall(None, _refusal(self.breaker.line), usage), outcome, None, None
-            except ConnectionRefused as exc:
-                usage += Usage(calls=1)
-                if refused_once or retries_left == 0:
-                    cause, hint = _cause_of(exc, self.timeout)
-                    message = f"{exc} (refused {'twice' if refused_once else 'once'})"
-                    failure = self._failed(FailureKind.JUDGE_ERROR, _with_fix(message, hint))
-                    return JudgeCall(None, failure, usage), Outcome.UNUSABLE, cause, hint
-                refused_once = True
-                retries_left -= 1
-                waits += 1
-                self.stats.retries += 1
-                await self.sleep(self._backoff(waits, exc))
-                continue
-            except TransientJudgeError as exc:
-                usage += Usage(calls=1)
-                if retries_left == 0:
-                    message = f"{exc} (gave up after {usage.calls} attempts)"
-                    failure = self._failed(_transient_kind(exc), message)
-                    cause, hint = _cause_of(exc, self.timeout)
-                    outcome = _exhausted(replied, usage.calls)
-                    return JudgeCall(None, failure, usage), outcome, cause, hint
-                retries_left -= 1
-                waits += 1
-                self.stats.retries += 1
-                await self.sleep(self._backoff(waits, exc))
-                continue
-            except ProviderUnusable as exc:
-                usage += Usage(calls=1)
-                cause, hint = _cause_of(exc, self.timeout)
-                failure = self._failed(FailureKind.JUDGE_ERROR, _with_fix(str(exc), hint))
-                return JudgeCall(None, failure, usage), Outcome.UNUSABLE, cause, hint
-            except PermanentJudgeError as exc:
-                usage += Usage(calls=1)
-                failure = self._failed(FailureKind.JUDGE_ERROR, str(exc))
-                return JudgeCall(None, failure, usage), replied, None, None
             except asyncio.CancelledError:
                 raise
+            except JudgeError as exc:
+                usage += Usage(calls=1)
+                step = _next_step(exc, refused_once=refused_once, retries_left=retries_left)
+                if step == "retry":
+                    refused_once = refused_once or isinstance(exc, ConnectionRefused)
+                    retries_left -= 1
+                    waits += 1
+                    self.stats.retries += 1
+                    await self.sleep(self._backoff(waits, exc))
+                    continue
+                if step == "permanent":
+                    failure = self._failed(FailureKind.JUDGE_ERROR, str(exc))
+                    return JudgeCall(None, failure, usage), replied, None, None
+                cause, hint = _cause_of(exc, self.timeout)
+                if step == "unusable":
+                    message = str(exc)
+                    if isinstance(exc, ConnectionRefused):
+                        message += f" (refused {'twice' if refused_once else 'once'})"
+                    failure = self._failed(FailureKind.JUDGE_ERROR, _with_fix(message, hint))
+                    return JudgeCall(None, failure, usage), Outcome.UNUSABLE, cause, hint
+                message = f"{exc} (gave up after {usage.calls} attempts)"
+                failure = self._failed(_transient_kind(exc), message)
+                outcome = _exhausted(replied, usage.calls)
+                return JudgeCall(None, failure, usage), outcome, cause, hint
             except Exception as exc:  # an adapter bug must not kill the run
                 usage += Usage(calls=1)
                 message = f"{type(exc).__name__}: {exc}"
@@ -648,19 +681,13 @@ class JudgeEngine:
     ) -> JudgeReply:
         assert self.slots is not None
         async with self.slots.hold():
-            if self.breaker.tripped:
-                raise _NotSent
-            self.stats.in_flight += 1
-            self.stats.calls += 1
-            self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
-            token = attempt_timeout.set(self.timeout)
-            try:
-                return await _within(
-                    self.judge.generate(list(messages), schema=schema), self.timeout, "reply"
-                )
-            finally:
-                attempt_timeout.reset(token)
-                self.stats.in_flight -= 1
+            return await _on_the_wire(
+                self.stats,
+                self.breaker,
+                self.timeout,
+                lambda: self.judge.generate(list(messages), schema=schema),
+                "reply",
+            )
 
 
 async def _within(call: Awaitable[V], timeout: float | None, what: str) -> V:
@@ -850,26 +877,27 @@ class EmbeddingEngine:
                 vectors, problem = self._checked(result, len(batch))
                 if vectors is not None:
                     return vectors, replied, None, None
-            if isinstance(error, ProviderUnusable) or (
-                isinstance(error, ConnectionRefused) and (refused_once or retries_left == 0)
-            ):
-                cause, hint = _cause_of(error, self.timeout)
-                message = _with_fix(f"embedding failed: {error}", hint)
-                failure = Failure(kind=FailureKind.JUDGE_ERROR, message=message)
-                return failure, Outcome.UNUSABLE, cause, hint
-            if isinstance(error, PermanentJudgeError):
-                failure = Failure(
-                    kind=FailureKind.JUDGE_ERROR, message=f"embedding failed: {error}"
-                )
-                return failure, replied, None, None
-            refused_once = refused_once or isinstance(error, ConnectionRefused)
-            if retries_left == 0:
-                if error is not None:
-                    assert isinstance(error, TransientJudgeError)
+            if error is not None:
+                step = _next_step(error, refused_once=refused_once, retries_left=retries_left)
+                if step == "permanent":
+                    message = f"embedding failed: {error}"
+                    return (
+                        Failure(kind=FailureKind.JUDGE_ERROR, message=message),
+                        replied,
+                        None,
+                        None,
+                    )
+                if step != "retry":
                     cause, hint = _cause_of(error, self.timeout)
+                    if step == "unusable":
+                        message = _with_fix(f"embedding failed: {error}", hint)
+                        failure = Failure(kind=FailureKind.JUDGE_ERROR, message=message)
+                        return failure, Outcome.UNUSABLE, cause, hint
                     message = f"embedding failed: {error} (gave up after {attempts} attempts)"
                     failure = Failure(kind=_transient_kind(error), message=message)
                     return failure, _exhausted(replied, attempts), cause, hint
+                refused_once = refused_once or isinstance(error, ConnectionRefused)
+            elif retries_left == 0:
                 message = f"embedder reply unusable: {problem} (gave up after {attempts} attempts)"
                 return Failure(kind=FailureKind.PARSE_ERROR, message=message), replied, None, None
             retries_left -= 1
@@ -883,17 +911,13 @@ class EmbeddingEngine:
         async with self._own.hold():
             shared = self.slots.hold() if self.slots is not None else _nothing()
             async with shared:
-                if self.breaker.tripped:
-                    raise _NotSent
-                self.stats.in_flight += 1
-                self.stats.calls += 1
-                self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
-                token = attempt_timeout.set(self.timeout)
-                try:
-                    return await _within(self.embedder.embed(batch), self.timeout, "embeddings")
-                finally:
-                    attempt_timeout.reset(token)
-                    self.stats.in_flight -= 1
+                return await _on_the_wire(
+                    self.stats,
+                    self.breaker,
+                    self.timeout,
+                    lambda: self.embedder.embed(batch),
+                    "embeddings",
+                )
 
     def _checked(self, result: Any, expected: int) -> tuple[list[list[float]] | None, str | None]:
         """The reply as float vectors rounded to float32, or the reason it cannot be used.

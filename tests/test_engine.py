@@ -19,9 +19,14 @@ from ragbridge.core.engine import (
     schema_instruction,
     schema_key_json,
 )
+from ragbridge.core.engine import _next_step as next_step
 from ragbridge.core.judge import (
+    ConnectionRefused,
+    JudgeError,
     JudgeReply,
+    JudgeTimeout,
     PermanentJudgeError,
+    ProviderUnusable,
     RateLimited,
     ServerError,
 )
@@ -781,3 +786,24 @@ def test_parse_reply_agrees_with_extracting_the_object_first(text: str) -> None:
         expected = None
     assert value == expected
     assert (problem is None) == (expected is not None)
+
+
+@pytest.mark.parametrize(
+    ("error", "refused_once", "retries_left", "step"),
+    [
+        (ProviderUnusable("401"), False, 4, "unusable"),
+        (PermanentJudgeError("400"), False, 4, "permanent"),
+        (JudgeError("plain"), False, 4, "permanent"),
+        (ConnectionRefused("refused"), False, 4, "retry"),
+        (ConnectionRefused("refused"), True, 4, "unusable"),
+        (ConnectionRefused("refused"), False, 0, "unusable"),
+        (JudgeTimeout("slow"), False, 1, "retry"),
+        (JudgeTimeout("slow"), False, 0, "exhausted"),
+        (RateLimited("429"), False, 0, "exhausted"),
+        (ServerError("500"), True, 2, "retry"),
+    ],
+)
+def test_one_retry_policy_for_judge_and_embedder(
+    error: JudgeError, refused_once: bool, retries_left: int, step: str
+) -> None:
+    assert next_step(error, refused_once=refused_once, retries_left=retries_left) == step
