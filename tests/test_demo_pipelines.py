@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
 import re
 import socket
 import subprocess
@@ -442,3 +443,30 @@ def test_a_missing_framework_names_the_extra() -> None:
     assert len(lines) == 2
     assert 'pip install "ragbridge[langchain]"' in lines[0]
     assert 'pip install "ragbridge[llamaindex]"' in lines[1]
+
+
+_ANSWER_IN_A_FRESH_PROCESS = """
+import json
+from ragbridge.adapters.demo.handbook import document
+from ragbridge.adapters.demo.pipelines import _answerer
+ids = ["leave-child-sick", "leave-sick", "leave-parental", "leave-carryover"]
+question = "How many child sick days can a single parent take per child per year?"
+print(json.dumps(_answerer().answer(question, [document(i).full_text for i in ids])))
+"""
+
+
+def test_the_answerer_does_not_depend_on_the_hash_seed() -> None:
+    """Two sentences of this context tie on coverage; summing the IDF weights in set order
+    (which follows PYTHONHASHSEED) broke the tie by rounding differently per process, so a
+    demo rerun could answer differently (seeds 0 and 26 did). Sums are exact now (fsum)."""
+    answers = {
+        subprocess.run(
+            [sys.executable, "-c", _ANSWER_IN_A_FRESH_PROCESS],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in (0, 1, 26)
+    }
+    assert len(answers) == 1, answers

@@ -212,7 +212,7 @@ class ExtractiveAnswerer:
             df, n = self._doc_freq([s for _, _, s in sentences])
         wanted = _terms(question)
         weights = {t: self._idf(t, df, n) for t in wanted}
-        total = sum(weights.values())
+        total = math.fsum(weights.values())
         scored: list[ScoredSentence] = []
         seen: set[str] = set()
         for rank, position, sentence in sentences:
@@ -220,7 +220,7 @@ class ExtractiveAnswerer:
                 continue
             seen.add(sentence)
             hits = frozenset(wanted & _terms(sentence))
-            coverage = sum(weights[t] for t in hits) / total if total > 0 else 0.0
+            coverage = math.fsum(weights[t] for t in hits) / total if total > 0 else 0.0
             scored.append(ScoredSentence(sentence, coverage, rank, position, hits))
         scored.sort(key=lambda s: (-s.coverage, s.context_rank, s.position))
         return scored
@@ -237,7 +237,7 @@ class ExtractiveAnswerer:
         if df is None:
             df, n = self._doc_freq([s.text for s in ranked])
         weights = {t: self._idf(t, df, n) for t in wanted}
-        total = sum(weights.values()) or 1.0
+        total = math.fsum(weights.values()) or 1.0
         chosen = [ranked[0]]
         covered = set(ranked[0].terms)
         while len(chosen) < self.max_sentences:
@@ -246,7 +246,7 @@ class ExtractiveAnswerer:
             for candidate in ranked[1:]:
                 if candidate in chosen:
                     continue
-                gain = sum(weights[t] for t in candidate.terms - covered) / total
+                gain = math.fsum(weights[t] for t in candidate.terms - covered) / total
                 if gain > best_gain:
                     best, best_gain = candidate, gain
             if best is None or best_gain < self.second_gain:
