@@ -39,7 +39,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ragbridge.core import Context, Sample, evaluate
+from ragbridge.core import Context, Sample, Settings, evaluate
 from ragbridge.core.cache import Cache
 from ragbridge.core.judge import JudgeReply, Message
 from ragbridge.core.results import Usage
@@ -164,22 +164,27 @@ class GcClock:
 
 
 def _run(
-    n: int, *, delay: float = 0.0, cap: int = 16, cache: Cache | None = None
+    n: int,
+    *,
+    delay: float = 0.0,
+    cap: int = 16,
+    cache: Cache | None = None,
+    reuse_results: bool = True,
 ) -> tuple[Any, FastJudge, float, float]:
     """One `evaluate` run; returns (evaluation, judge, wall seconds, process CPU seconds)."""
     samples = make_samples(n)
     judge = FastJudge(delay=delay)
     gc.collect()
     wall0, cpu0 = time.perf_counter(), time.process_time()
-    evaluation = evaluate(
-        samples,
-        list(METRICS),
+    settings = Settings(
         judge=judge,
         embedder=HashEmbedder(),
         cache=cache,
         max_concurrency=cap,
         max_retries=0,
+        reuse_results=reuse_results,
     )
+    evaluation = evaluate(samples, list(METRICS), settings=settings)
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     failed = [r for r in evaluation if r[2].failure is not None]
     if failed:
@@ -217,6 +222,17 @@ def section_wall(n: int, latency: float, cap: int) -> None:
     print(f"  $ {_command('wall', f' --wall-samples {n}')}")
 
 
+def _same_scores(a: Any, b: Any) -> bool:
+    """Every cell equal in value, failure, reason and details (usage and latency may differ)."""
+
+    def outcome(score: Any) -> tuple[Any, ...]:
+        return (score.value, score.failure, score.reason, score.details, score.provider)
+
+    return len(a) == len(b) and all(
+        b.get(s, m) is not None and outcome(score) == outcome(b.get(s, m)) for s, m, score in a
+    )
+
+
 def section_cache(n: int) -> None:
     print("Fully cached rerun (instant judge, SQLite cache file)")
     with tempfile.TemporaryDirectory() as tmp:
@@ -225,16 +241,19 @@ def section_cache(n: int) -> None:
             first_ev, first_judge, first, first_cpu = _run(n, cache=cache)
         with Cache(path) as cache:
             again_ev, again_judge, again, again_cpu = _run(n, cache=cache)
-    same = all(
-        first_ev.get(s, m) is not None
-        and again_ev.get(s, m) is not None
-        and first_ev.get(s, m).value == again_ev.get(s, m).value  # type: ignore[union-attr]
-        for s, m, _ in first_ev
-    )
+        with Cache(path) as cache:
+            replies_ev, _, replies, _ = _run(n, cache=cache, reuse_results=False)
+    reused = again_ev.metadata.get("results_reused", {})
     print(
         f"  {n} samples: first {first:.2f} s ({first_cpu:.2f} s CPU, {first_judge.calls} calls),"
-        f" rerun {again:.2f} s ({again_cpu:.2f} s CPU, {again_judge.calls} calls, values"
-        f" identical: {same}) -> {again / first:.3f}x wall, {again_cpu / first_cpu:.3f}x CPU"
+        f" rerun {again:.2f} s ({again_cpu:.2f} s CPU, {again_judge.calls} calls,"
+        f" {reused.get('hits', 0)} of {len(again_ev)} cells reused, identical:"
+        f" {_same_scores(first_ev, again_ev)}) -> {again / first:.3f}x wall,"
+        f" {again_cpu / first_cpu:.3f}x CPU"
+    )
+    print(
+        f"  from cached replies only (reuse_results=False): {replies:.2f} s -> "
+        f"{replies / first:.3f}x wall (identical: {_same_scores(first_ev, replies_ev)})"
     )
     print(f"  $ {_command('cache', f' --cache-samples {n}')}")
 

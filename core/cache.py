@@ -25,7 +25,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -86,6 +86,13 @@ CREATE TABLE IF NOT EXISTS embeddings (
     dim INT,
     vector BLOB,
     PRIMARY KEY (model, text_hash)
+);
+CREATE TABLE IF NOT EXISTS results (
+    key TEXT PRIMARY KEY,
+    metric TEXT,
+    code TEXT,
+    score TEXT,
+    created REAL
 );
 """
 
@@ -295,6 +302,8 @@ class CacheStats:
     embeddings: int
     hits: int
     misses: int
+    results: int = 0
+    """Whole Scores kept for reuse (`ragbridge.core.result_cache`)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -597,6 +606,82 @@ class Cache:
                 raise
             conn.execute("COMMIT")
 
+    # -- whole results -----------------------------------------------------------------------
+
+    def get_results(self, keys: Sequence[str]) -> dict[str, str]:
+        """The stored Score JSON of each of ``keys`` that is present (one SELECT per chunk).
+
+        The keys are `ragbridge.core.result_cache` keys; hits and misses are not counted in
+        `stats`, which counts judge replies and embeddings.
+        """
+        found: dict[str, str] = {}
+        with self._lock:
+            conn = self._connection()
+            for start in range(0, len(keys), _LOOKUP_CHUNK):
+                chunk = list(keys[start : start + _LOOKUP_CHUNK])
+                marks = ",".join("?" * len(chunk))
+                rows = conn.execute(
+                    f"SELECT key, score FROM results WHERE key IN ({marks})", chunk
+                ).fetchall()
+                found.update(rows)
+        return found
+
+    def put_results(self, rows: Sequence[tuple[str, str, str, str]]) -> None:
+        """Store ``(key, metric, code, score_json)`` rows in one transaction.
+
+        ``code`` is the digest of the scoring code the Score came from, kept so entries of
+        other code versions can be pruned (``ragbridge cache prune --old-prompts``).
+        """
+        if not rows:
+            return
+        now = time.time()
+        with self._lock:
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(
+                    "INSERT OR REPLACE INTO results (key, metric, code, score, created) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    [(key, metric, code, score, now) for key, metric, code, score in rows],
+                )
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def result_codes(self) -> dict[str, int]:
+        """How many kept results each code digest wrote."""
+        with self._lock:
+            rows = (
+                self._connection()
+                .execute("SELECT code, COUNT(*) FROM results GROUP BY code")
+                .fetchall()
+            )
+        return {str(code): int(n) for code, n in rows}
+
+    def delete_results(self, *, keep_codes: Collection[str] | None = None) -> int:
+        """Delete kept results: all, or those not written by code in ``keep_codes``."""
+        with self._lock:
+            conn = self._connection()
+            if keep_codes is None:
+                return int(conn.execute("DELETE FROM results").rowcount)
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                deleted = 0
+                stale = [
+                    code
+                    for (code,) in conn.execute("SELECT DISTINCT code FROM results")
+                    if code not in keep_codes
+                ]
+                for code in stale:
+                    cursor = conn.execute("DELETE FROM results WHERE code IS ?", (code,))
+                    deleted += cursor.rowcount
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return deleted
+
     # -- housekeeping ----------------------------------------------------------------------
 
     def stats(self) -> CacheStats:
@@ -605,11 +690,13 @@ class Cache:
             conn = self._connection()
             (replies,) = conn.execute("SELECT COUNT(*) FROM replies").fetchone()
             (embeddings,) = conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()
+            (results,) = conn.execute("SELECT COUNT(*) FROM results").fetchone()
             return CacheStats(
                 replies=int(replies),
                 embeddings=int(embeddings),
                 hits=self._hits,
                 misses=self._misses,
+                results=int(results),
             )
 
     def reply_rows(self) -> Iterator[ReplyRow]:
@@ -657,10 +744,11 @@ class Cache:
         return deleted
 
     def delete_older_than(self, cutoff: float) -> tuple[int, int]:
-        """Delete replies and embeddings stored before ``cutoff`` (a `time.time` value).
+        """Delete replies, embeddings and kept results stored before ``cutoff`` (`time.time`).
 
         Entries of unknown age (embeddings written before ages were recorded) are kept.
-        Returns (replies deleted, embeddings deleted).
+        Returns (replies deleted, embeddings deleted); kept results are derived from replies, so
+        they go with them and are not counted.
         """
         with self._lock:
             conn = self._connection()
@@ -668,6 +756,7 @@ class Cache:
             try:
                 replies = conn.execute("DELETE FROM replies WHERE created < ?", (cutoff,))
                 vectors = conn.execute("DELETE FROM embeddings WHERE created < ?", (cutoff,))
+                conn.execute("DELETE FROM results WHERE created < ?", (cutoff,))
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
@@ -707,13 +796,14 @@ class Cache:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def clear(self) -> None:
-        """Delete every cached reply and embedding (the hit/miss counters are kept)."""
+        """Delete every cached reply, embedding and kept result (the hit/miss counters stay)."""
         with self._lock:
             conn = self._connection()
             conn.execute("BEGIN IMMEDIATE")
             try:
                 conn.execute("DELETE FROM replies")
                 conn.execute("DELETE FROM embeddings")
+                conn.execute("DELETE FROM results")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise

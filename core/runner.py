@@ -28,10 +28,11 @@ from typing import Any, TypeVar
 
 from .cache import Cache, open_cache
 from .engine import EmbeddingEngine, JudgeEngine, Price, cost_of
-from .id_check import note_id_warnings
+from .id_check import IdCheck
 from .judge import Embedder, EntailmentModel, Judge
 from .limits import Slots
 from .metrics.base import Metric, MetricContext
+from .result_cache import ResultReuse, score_sample
 from .results import Evaluation, Score, Usage
 from .sample import Sample
 from .settings import Settings
@@ -52,6 +53,11 @@ __all__ = [
 
 Progress = Callable[[int, int | None], Any]
 """Called as ``progress(done, total)`` after each sample; ``total`` is None for a stream."""
+
+_NOTHING = Usage()
+
+OnResult = Callable[[str, str, Score], Any]
+"""Called as ``on_result(sample_id, metric, score)`` for each cell, in input order."""
 
 
 def resolve_metrics(metrics: Iterable[Metric | str]) -> list[Metric]:
@@ -132,6 +138,8 @@ async def aevaluate(
     price: Price | None = None,
     progress: Progress | None = None,
     window: int | None = None,
+    on_result: OnResult | None = None,
+    keep: bool = True,
 ) -> Evaluation:
     """Score every metric on every sample; see `evaluate` for the arguments."""
     config = Settings.merged(
@@ -154,26 +162,41 @@ async def aevaluate(
         metadata=_metadata(resolved, engine, embed_engine, config.max_concurrency)
     )
     tags = shared_tags(resolved)
+    reuse = engines.result_reuse(resolved, tags, batch=256)
 
     async def one(sample: Sample) -> tuple[Sample, list[Score]]:
         ctx = MetricContext(judge=engine, embedder=embed_engine, nli=config.nli, shared_tags=tags)
-        return sample, list(await asyncio.gather(*(m.score(sample, ctx) for m in resolved)))
+        return sample, await score_sample(sample, resolved, ctx, reuse)
 
     done = 0
     seen: set[str] = set()
+    spent = Usage()
+    ids = IdCheck()
     try:
         async for sample, scores in _ordered(
             map(one, _unique(samples, seen)), limit, stop=engines.stopped
         ):
             for metric, score in zip(resolved, scores, strict=True):
-                evaluation.add(sample.id, metric.name, score)
+                if keep:
+                    evaluation.add(sample.id, metric.name, score)
+                if on_result is not None:
+                    on_result(sample.id, metric.name, score)
+                if score.usage != _NOTHING:
+                    spent += score.usage
+            ids.add_scores(sample.id, scores)
             done += 1
             if progress is not None:
                 progress(done, total)
     finally:
+        if reuse is not None:
+            reuse.flush()
         engines.close()
-    engines.record(evaluation)
-    note_id_warnings(evaluation)
+    if not keep:
+        evaluation.metadata["cells_kept"] = False
+    engines.record(evaluation, spent, reuse)
+    warning = ids.warning()
+    if warning is not None:
+        evaluation.metadata.setdefault("warnings", []).append(warning)
     return evaluation
 
 
@@ -192,6 +215,8 @@ def evaluate(
     price: Price | None = None,
     progress: Progress | None = None,
     window: int | None = None,
+    on_result: OnResult | None = None,
+    keep: bool = True,
 ) -> Evaluation:
     """Score ``metrics`` on ``samples`` and return the sample × metric `Evaluation`.
 
@@ -212,6 +237,11 @@ def evaluate(
     such as a 401), no further samples are started, calls not sent are
     ``Failure(cancelled, "not sent: ...")``, and ``evaluation.metadata["aborted"]`` holds one
     line naming the cause and the fix.
+
+    ``on_result(sample_id, metric, score)`` sees every cell as soon as its sample is done (in
+    input order), e.g. `ragbridge.core.result_writer.ResultWriter.add`. With ``keep=False`` the
+    cells are not kept: the returned `Evaluation` holds the run's metadata only (usage, cost and
+    warnings are still computed), so memory stays flat however many samples stream through.
     """
     coro = aevaluate(
         samples,
@@ -227,6 +257,8 @@ def evaluate(
         price=price,
         progress=progress,
         window=window,
+        on_result=on_result,
+        keep=keep,
     )
     result: Evaluation = run_sync(coro)
     return result
@@ -262,8 +294,24 @@ class Engines:
         found = [line for line in lines if line]
         return "; ".join(found) or None
 
-    def record(self, evaluation: Evaluation) -> None:
+    def result_reuse(
+        self, metrics: Sequence[Metric], tags: frozenset[str], batch: int = 1
+    ) -> ResultReuse | None:
+        """Kept Scores for ``metrics`` when there is a cache and `Settings.reuse_results`."""
+        if self.cache is None or not self.settings.reuse_results:
+            return None
+        ctx = MetricContext(
+            judge=self.judge, embedder=self.embedder, nli=self.settings.nli, shared_tags=tags
+        )
+        reuse = ResultReuse(self.cache, metrics, ctx, batch=batch)
+        return reuse if reuse.active else None
+
+    def record(
+        self, evaluation: Evaluation, spent: Usage, reuse: ResultReuse | None = None
+    ) -> None:
         """Put the engines' counts, the cost and the abort line into the run's metadata."""
+        if reuse is not None:
+            evaluation.metadata["results_reused"] = {"hits": reuse.hits, "misses": reuse.misses}
         if self.judge is not None:
             stats = self.judge.stats
             evaluation.metadata["judge_stats"] = {
@@ -274,7 +322,7 @@ class Engines:
                 "refused": stats.refused,
                 "max_in_flight": stats.max_in_flight,
             }
-            cost = cost_of(evaluation.usage(), self.judge.price)
+            cost = cost_of(spent, self.judge.price)
             if cost is not None:
                 evaluation.metadata["cost_usd"] = round(cost, 6)
         if self.embedder is not None:

@@ -12,7 +12,6 @@ test: the reason, then each claim, statement or context with its verdict.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -22,6 +21,7 @@ from .engine import EmbeddingEngine, JudgeEngine, Price
 from .id_check import IdCheck
 from .judge import Embedder, EntailmentModel, Judge
 from .metrics.base import Metric, MetricContext
+from .result_cache import score_sample
 from .results import Score
 from .runner import build_engines, resolve_metrics, run_sync, shared_tags
 from .sample import Sample
@@ -81,6 +81,7 @@ class Scorer:
         self.embedder = self.engines.embedder
         self.nli = self.settings.nli
         self._tags = shared_tags(self.metrics)
+        self._reuse = self.engines.result_reuse(self.metrics, self._tags)
         self.id_check = IdCheck()
 
     @property
@@ -99,7 +100,7 @@ class Scorer:
         ctx = MetricContext(
             judge=self.judge, embedder=self.embedder, nli=self.nli, shared_tags=self._tags
         )
-        scores = await asyncio.gather(*(m.score(sample, ctx) for m in self.metrics))
+        scores = await score_sample(sample, self.metrics, ctx, self._reuse)
         self.id_check.add_scores(sample.id, scores)
         return dict(zip(self.names, scores, strict=True))
 

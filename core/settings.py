@@ -34,6 +34,9 @@ class Settings:
     * ``stop_after`` — identical unusable-provider failures (a 401, an unknown model, a refused
       connection; same cause, no reply in between) after which no more calls are sent and the
       run stops early with ``evaluation.metadata["aborted"]`` naming the cause and the fix.
+    * ``reuse_results`` — with a cache, keep every judged (or embedded, or NLI-scored) Score
+      whole and read it back on a rerun of the same sample, metric, models and code
+      (`ragbridge.core.result_cache`); False re-scores from the cached replies instead.
     """
 
     judge: Judge | JudgeEngine | None = None
@@ -45,6 +48,7 @@ class Settings:
     max_retries: int = 4
     price: Price | None = None
     stop_after: int = 5
+    reuse_results: bool = True
 
     def __post_init__(self) -> None:
         for name in ("max_concurrency", "max_retries", "stop_after"):

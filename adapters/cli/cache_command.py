@@ -6,12 +6,14 @@ bad in three ways, and each has its prune:
 * ``--failed`` — a reply that does not parse, or that today's checks reject (one verdict too many,
   a context number that was never shown). ragbridge no longer stores such replies and treats an
   old one as a miss, but files written before that still hold them.
-* ``--old-prompts`` — replies to a template version older than the one this ragbridge sends:
-  they are never read again (the version is part of the key), only taking space.
+* ``--old-prompts`` — replies to a template version older than the one this ragbridge sends,
+  and whole Scores kept by other code than this ragbridge's metrics: they are never read again
+  (the version, or the code's digest, is part of the key), only taking space.
 * ``--older-than DAYS`` — anything stored before a date, replies and embeddings alike.
 
 ``stats`` (the default) counts replies by model, template and version and embeddings by model,
-with their sizes. Errors are one line: a missing file, a folder, a file that is not a cache.
+with their sizes, and the whole Scores kept for reruns (`ragbridge.core.result_cache`). Errors
+are one line: a missing file, a folder, a file that is not a cache.
 """
 
 from __future__ import annotations
@@ -105,8 +107,10 @@ def _stats(cache: Cache, path: Path) -> int:
     groups = cache.groups()
     n_replies = sum(g.count for g in groups.replies)
     n_vectors = sum(g.count for g in groups.embeddings)
+    n_results = cache.stats().results
     console.say(
-        f"{path}: {_size(_file_bytes(path))}, {n_replies} replies, {n_vectors} embeddings",
+        f"{path}: {_size(_file_bytes(path))}, {n_replies} replies, {n_vectors} embeddings, "
+        f"{n_results} kept results",
     )
     if groups.replies:
         rows: list[tuple[str, ...]] = [
@@ -159,6 +163,11 @@ def _prune(cache: Cache, path: Path, args: argparse.Namespace) -> int:
             lines.append(f"{verb} {len(old)} replies to old prompt versions")
             if not args.dry_run:
                 cache.delete_replies([r.key for r in old])
+            codes = current_codes()
+            stale = sum(n for code, n in cache.result_codes().items() if code not in codes)
+            lines.append(f"{verb} {stale} kept results of other code versions")
+            if not args.dry_run:
+                cache.delete_results(keep_codes=codes)
     if args.older_than is not None:
         cutoff = time.time() - args.older_than * 86400.0
         if args.dry_run:
@@ -177,6 +186,15 @@ def _prune(cache: Cache, path: Path, args: argparse.Namespace) -> int:
         lines.append(f"{path}: {_size(before)} -> {_size(_file_bytes(path))}")
     console.say(*lines)
     return EXIT_OK
+
+
+def current_codes() -> set[str]:
+    """Code digests of this ragbridge's metrics: kept results written by others are stale."""
+    from ragbridge.core.metrics import ALL_LLM_METRICS, OFFLINE_METRICS
+    from ragbridge.core.result_cache import code_digest
+
+    found = (code_digest(cls) for cls in (*ALL_LLM_METRICS, *OFFLINE_METRICS))
+    return {code for code in found if code is not None}
 
 
 def failed_replies(rows: Iterable[ReplyRow]) -> tuple[list[ReplyRow], int]:

@@ -212,10 +212,14 @@ def finish(
     stats = evaluation.metadata.get("judge_stats")
     if stats:
         usage = evaluation.usage()
+        # cached calls as the cells record them: replies from the cache and whole kept Scores
         head += (
             f"; judge {evaluation.metadata.get('judge_model')}: {stats['calls']} calls "
-            f"({stats['cached']} cached), {usage.prompt_tokens:,} prompt tokens"
+            f"({usage.cached_calls} cached), {usage.prompt_tokens:,} prompt tokens"
         )
+    reused = evaluation.metadata.get("results_reused") or {}
+    if reused.get("hits"):
+        head += f"; {reused['hits']} scores reused from the cache"
     console.say(head, *summary_lines(evaluation), *(f"wrote {p}" for p in written))
     code = report_outcome(evaluation, max_failed_share=args.max_failed_share, source=command)
     for problem in failed_writes:
