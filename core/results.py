@@ -37,7 +37,6 @@ from pydantic import (
     model_validator,
 )
 
-from . import stats
 from .files import atomic_write
 
 if TYPE_CHECKING:
@@ -452,39 +451,17 @@ class Evaluation:
     def summary(
         self, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0
     ) -> dict[str, MetricSummary]:
-        """One :class:`MetricSummary` per metric; the CI is a seeded percentile bootstrap."""
-        out: dict[str, MetricSummary] = {}
+        """One :class:`MetricSummary` per metric; the CI is a seeded percentile bootstrap.
+
+        Computed by `ragbridge.core.tally.Tally`, as for a run whose cells were streamed.
+        """
+        from .tally import Tally
+
+        tally = Tally()
         for metric in self._metrics:
-            column = self.column(metric)
-            _, vals = self.values(metric)
-            failures: dict[str, int] = {}
-            n_skipped = 0
-            for score in column.values():
-                if score.failure is not None:
-                    kind = score.failure.kind.value
-                    failures[kind] = failures.get(kind, 0) + 1
-                elif score.value is None:
-                    n_skipped += 1
-            mean = ci_low = ci_high = None
-            if vals.size == 1:
-                mean = float(vals[0])
-            elif vals.size >= 2:
-                mean, ci_low, ci_high, _ = stats.mean_ci(
-                    vals, confidence=confidence, n_resamples=n_resamples, seed=seed
-                )
-            out[metric] = MetricSummary(
-                metric=metric,
-                mean=mean,
-                ci_low=ci_low,
-                ci_high=ci_high,
-                n_scored=int(vals.size),
-                n_failed=sum(failures.values()),
-                n_skipped=n_skipped,
-                failures_by_kind=failures,
-                confidence=confidence,
-                usage=sum((s.usage for s in column.values()), Usage()),
-            )
-        return out
+            for sample_id, score in self.column(metric).items():
+                tally.add(sample_id, metric, score)
+        return tally.summary(confidence=confidence, n_resamples=n_resamples, seed=seed)
 
     # -- export ---------------------------------------------------------------------------------
 
@@ -564,18 +541,9 @@ class Evaluation:
         midway leaves no half-written file and any earlier file at ``path`` untouched.
         """
         with atomic_write(path) as fh:
-            header = {"ragbridge_evaluation": JSONL_FORMAT_VERSION, "metadata": self.metadata}
-            try:
-                fh.write(_dumps(header) + "\n")
-            except (TypeError, ValueError) as exc:
-                raise ValueError(f"metadata cannot be written as JSON: {exc}") from exc
+            fh.write(header_line(self.metadata))
             for sample_id, metric, score in self:
-                line = {
-                    "sample_id": sample_id,
-                    "metric": metric,
-                    "score": score.model_dump(mode="json"),
-                }
-                fh.write(_dumps(line) + "\n")
+                fh.write(cell_line(sample_id, metric, score))
 
     @classmethod
     def from_jsonl(cls, path: StrPath) -> Evaluation:
@@ -622,3 +590,18 @@ class Evaluation:
 
 def _dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, allow_nan=False)
+
+
+def header_line(metadata: dict[str, Any]) -> str:
+    """The first line of a results file: the format version and the run's metadata."""
+    header = {"ragbridge_evaluation": JSONL_FORMAT_VERSION, "metadata": metadata}
+    try:
+        return _dumps(header) + "\n"
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"metadata cannot be written as JSON: {exc}") from exc
+
+
+def cell_line(sample_id: str, metric: str, score: Score) -> str:
+    """One cell of a results file, as `Evaluation.from_jsonl` reads it back."""
+    line = {"sample_id": sample_id, "metric": metric, "score": score.model_dump(mode="json")}
+    return _dumps(line) + "\n"

@@ -6,7 +6,9 @@ The three scoring commands share one life cycle, so they cannot drift apart:
    ``--cache``, ``--save-samples``), the judge, the metrics, the embedder — each problem one line
    and exit 2, before the first judge call is paid;
 2. **score**: ``eval`` streams its file into `evaluate` (memory flat in the file size: one
-   validating pass, then a second pass that scores);
+   validating pass, then a second pass that scores); unless ``--report`` needs them all, the
+   results are not held either: they stream to ``--out`` as they are scored and a `Tally`
+   keeps what the summary and the failure bar need; Ctrl-C still writes the finished ones;
 3. **finish** (`finish`): write ``--out`` and ``--report`` *first* (a closed stdout must not cost
    the results), then print the summary on stdout, then say on stderr why the run failed, if it
    did, and return the exit code (see `ragbridge.adapters.cli.errors`).
@@ -17,6 +19,7 @@ Progress goes to stderr, so stdout stays a clean table for pipes and CI logs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,8 +48,10 @@ from ragbridge.adapters.cli.paths import check_cache, check_distinct, check_inpu
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds these parsers without them
     from ragbridge.core.judge import Embedder, EntailmentModel, Judge
     from ragbridge.core.metrics.base import Metric
-    from ragbridge.core.results import Evaluation
+    from ragbridge.core.results import Evaluation, Score
+    from ragbridge.core.runner import OnResult
     from ragbridge.core.sample import Sample
+    from ragbridge.core.tally import Tally
 
 __all__ = ["DEFAULT_METRICS", "LANGSMITH_METRICS", "Plan", "finish", "prepare", "register"]
 
@@ -174,8 +179,14 @@ def prepare(args: argparse.Namespace, inputs: list[Path]) -> Plan:
 
 
 def score(
-    args: argparse.Namespace, plan: Plan, samples: Iterable[Sample], total: int
+    args: argparse.Namespace,
+    plan: Plan,
+    samples: Iterable[Sample],
+    total: int,
+    *,
+    on_result: OnResult | None = None,
 ) -> Evaluation:
+    """Run the metrics; with ``on_result`` the cells go there and are not kept."""
     from ragbridge.core.runner import evaluate
 
     if plan.note:
@@ -192,6 +203,8 @@ def score(
             timeout=args.timeout,
             max_retries=args.max_retries,
             progress=advance,
+            on_result=on_result,
+            keep=on_result is None,
         )
 
 
@@ -205,13 +218,25 @@ def finish(
     n_samples: int,
     samples: Callable[[], Iterable[Sample]],
     command: str,
+    streamed: Tally | None = None,
+    write_problems: list[str] | None = None,
 ) -> int:
-    """Write the files, print the summary, say why the run failed; return the exit code."""
-    written, failed_writes = _write_outputs(args, evaluation, samples, command)
-    head = f"{_count(n_samples, 'sample')}, {_count(len(evaluation.metrics), 'metric')}"
+    """Write the files, print the summary, say why the run failed; return the exit code.
+
+    ``streamed`` is the tally of a run whose cells went straight to ``--out`` (already
+    written); otherwise ``--out`` is written here from ``evaluation``.
+    """
+    from ragbridge.core.tally import Tally
+
+    written, failed_writes = _write_outputs(args, evaluation, samples, command, streamed)
+    if write_problems:
+        written = [p for p in written if p != args.out]
+        failed_writes = [*write_problems, *failed_writes]
+    tally = streamed if streamed is not None else Tally.of(evaluation)
+    head = f"{_count(n_samples, 'sample')}, {_count(len(tally.metrics), 'metric')}"
     stats = evaluation.metadata.get("judge_stats")
     if stats:
-        usage = evaluation.usage()
+        usage = tally.usage()
         # cached calls as the cells record them: replies from the cache and whole kept Scores
         head += (
             f"; judge {evaluation.metadata.get('judge_model')}: {stats['calls']} calls "
@@ -220,8 +245,10 @@ def finish(
     reused = evaluation.metadata.get("results_reused") or {}
     if reused.get("hits"):
         head += f"; {reused['hits']} scores reused from the cache"
-    console.say(head, *summary_lines(evaluation), *(f"wrote {p}" for p in written))
-    code = report_outcome(evaluation, max_failed_share=args.max_failed_share, source=command)
+    console.say(head, *summary_lines(tally), *(f"wrote {p}" for p in written))
+    code = report_outcome(
+        evaluation, max_failed_share=args.max_failed_share, source=command, tally=tally
+    )
     for problem in failed_writes:
         console.error(problem)
     if failed_writes and code != EXIT_ABORTED:
@@ -234,10 +261,13 @@ def _write_outputs(
     evaluation: Evaluation,
     samples: Callable[[], Iterable[Sample]],
     command: str,
+    streamed: Tally | None,
 ) -> tuple[list[str], list[str]]:
     written: list[str] = []
     problems: list[str] = []
-    if args.out:
+    if args.out and streamed is not None:
+        written.append(args.out)
+    elif args.out:
         try:
             evaluation.to_jsonl(args.out)
             written.append(args.out)
@@ -288,13 +318,65 @@ def run_eval(args: argparse.Namespace) -> int:
     warning = own_answers_warning(plan.judge.model, scan.own_answers) if plan.judge else None
     if warning:
         console.note(warning)
-    evaluation = score(args, plan, load_samples(data), scan.count)
+    if args.report:  # the report needs every cell at hand
+        evaluation = score(args, plan, load_samples(data), scan.count)
+        return finish(
+            args,
+            evaluation,
+            n_samples=scan.count,
+            samples=lambda: load_samples(data),
+            command="eval",
+        )
+    return _stream_eval(args, plan, data, scan.count)
+
+
+def _stream_eval(args: argparse.Namespace, plan: Plan, data: Path, count: int) -> int:
+    """``eval`` without ``--report``: each sample's cells go to ``--out`` (if given) and to a
+    `Tally` as it finishes; none is held, so memory stays flat however long the file."""
+    from ragbridge.core.result_writer import ResultWriter
+    from ragbridge.core.sample import load_samples
+    from ragbridge.core.tally import Tally
+
+    tally = Tally()
+    writer: ResultWriter | None = None
+    if args.out:
+        try:
+            writer = ResultWriter(args.out)
+        except OSError as exc:
+            raise UserError(f"--out {args.out}: not written: {exc}") from None
+    problems: list[str] = []
+
+    def keep(sample_id: str, metric: str, score: Score) -> None:
+        tally.add(sample_id, metric, score)
+        if writer is None or problems:
+            return
+        try:
+            writer.add(sample_id, metric, score)
+        except (OSError, ValueError) as exc:  # a full disk: finish the run, then say so
+            problems.append(f"--out {args.out}: not written: {exc}")
+            writer.discard()
+
+    with writer or contextlib.nullcontext():
+        try:
+            evaluation = score(args, plan, load_samples(data), count, on_result=keep)
+        except KeyboardInterrupt:
+            if writer is not None and not problems:
+                writer.close({"interrupted": True})
+                console.note(f"interrupted: wrote {writer.cells} finished results to {args.out}")
+            raise
+        if writer is not None and not problems:
+            try:
+                writer.close(evaluation.metadata)
+            except (OSError, ValueError) as exc:
+                problems.append(f"--out {args.out}: not written: {exc}")
     return finish(
         args,
         evaluation,
-        n_samples=scan.count,
+        n_samples=count,
         samples=lambda: load_samples(data),
         command="eval",
+        streamed=tally,
+        write_problems=problems,
     )
 
 

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from ragbridge.core.metrics.base import Metric
     from ragbridge.core.results import Evaluation
     from ragbridge.core.sample import Sample
+    from ragbridge.core.tally import Tally
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -503,8 +504,11 @@ def progress(description: str, total: int | None, stream: TextIO | None = None) 
         yield advance
 
 
-def summary_lines(evaluation: Evaluation) -> list[str]:
-    """The summary table: metric, mean, 95% CI, scored / failed / skipped, failures by kind."""
+def summary_lines(evaluation: Evaluation | Tally) -> list[str]:
+    """The summary table: metric, mean, 95% CI, scored / failed / skipped, failures by kind.
+
+    From a run's cells or, for a run that streamed them to a file, from their `Tally`.
+    """
     rows = [("metric", "mean", "95% CI", "scored", "failed", "skipped", "failures")]
     for name, s in evaluation.summary().items():
         mean = "—" if s.mean is None else f"{s.mean:.3f}"

@@ -14,7 +14,6 @@ gets the engine's one line instead, and exit code 3.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -24,6 +23,7 @@ from ragbridge.adapters.cli.errors import EXIT_ABORTED, EXIT_FAILED, EXIT_OK
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` must not load pydantic for it
     from ragbridge.core.results import Evaluation
+    from ragbridge.core.tally import Tally
 
 __all__ = ["MetricVerdict", "cli_words", "failing_metrics", "report_outcome"]
 
@@ -64,30 +64,30 @@ class MetricVerdict:
 
 
 def failing_metrics(
-    evaluation: Evaluation, max_failed_share: float, *, label: str = ""
+    evaluation: Evaluation | Tally, max_failed_share: float, *, label: str = ""
 ) -> list[MetricVerdict]:
-    """The metrics of ``evaluation`` that failed the bar, in column order."""
+    """The metrics of a run (its cells, or their `Tally`) that failed the bar, in column order."""
+    from ragbridge.core.tally import Tally
+
+    tally = evaluation if isinstance(evaluation, Tally) else Tally.of(evaluation)
     out: list[MetricVerdict] = []
-    for metric in evaluation.metrics:
-        cells = list(evaluation.column(metric).values())
-        failures = [s.failure for s in cells if s.failure is not None]
-        total = sum(1 for s in cells if s.status != "skipped")
-        if not failures:
+    for metric, column in tally.columns.items():
+        commonest = column.commonest_failure()
+        if commonest is None:
             continue
-        if len(failures) < total and len(failures) / total <= max_failed_share:
+        failed, total = column.n_failed, column.n_judged
+        if failed < total and failed / total <= max_failed_share:
             continue
-        kinds = Counter(f.kind.value for f in failures)
-        kind, kind_count = kinds.most_common(1)[0]
-        messages = Counter(f.message for f in failures if f.kind.value == kind)
+        kind, kind_count, message = commonest
         out.append(
             MetricVerdict(
                 label=label,
                 metric=metric,
-                failed=len(failures),
+                failed=failed,
                 total=total,
                 kind=kind,
                 kind_count=kind_count,
-                message=messages.most_common(1)[0][0],
+                message=message,
             )
         )
     return out
@@ -144,10 +144,12 @@ def report_outcome(
     *,
     max_failed_share: float,
     source: str = "eval",
+    tally: Tally | None = None,
 ) -> int:
     """Print the warnings and why the run failed (stderr); return the exit code.
 
     ``evaluations`` is one run or several labelled ones (``compare``: one per framework).
+    ``tally`` stands for the cells of a single run that streamed them instead of keeping them.
     """
     from ragbridge.core.results import Evaluation
 
@@ -162,7 +164,8 @@ def report_outcome(
         return EXIT_ABORTED
     code = EXIT_OK
     for label, evaluation in runs.items():
-        for verdict in failing_metrics(evaluation, max_failed_share, label=label):
+        cells = tally if tally is not None and len(runs) == 1 else evaluation
+        for verdict in failing_metrics(cells, max_failed_share, label=label):
             console.error(verdict_line(verdict, max_failed_share, source))
             code = EXIT_FAILED
     return code

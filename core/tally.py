@@ -1,0 +1,131 @@
+"""What a run's summary needs, kept as the cells stream past: values, counts, usage.
+
+A run that streams its cells to a file (``evaluate(..., on_result=..., keep=False)``) must
+not hold them, or its memory grows with the run; yet its summary, its failure bar and its cost
+need every cell. A `Tally` keeps only what those need: the scored values of each metric (8
+bytes a cell), counts by status and failure kind, the commonest failure messages, and the
+summed usage. `Evaluation.summary` is computed from a `Tally` too, so the two cannot disagree.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import stats
+from .results import MetricSummary, Score, Usage
+
+__all__ = ["ColumnTally", "Tally"]
+
+#: Distinct failure messages remembered per metric and kind; past it only counts grow, so a run
+#: whose every failure message differs (ids in the text) stays bounded.
+_MESSAGES_KEPT = 64
+
+
+@dataclass
+class ColumnTally:
+    """One metric's column in brief."""
+
+    values: array[float] = field(default_factory=lambda: array("d"))
+    n_skipped: int = 0
+    failures: Counter[str] = field(default_factory=Counter)
+    messages: dict[str, Counter[str]] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+
+    def add(self, score: Score) -> None:
+        if score.failure is not None:
+            kind = score.failure.kind.value
+            self.failures[kind] += 1
+            seen = self.messages.setdefault(kind, Counter())
+            if score.failure.message in seen or len(seen) < _MESSAGES_KEPT:
+                seen[score.failure.message] += 1
+        elif score.value is not None:
+            self.values.append(score.value)
+        else:
+            self.n_skipped += 1
+        if score.usage.calls or score.usage.cached_calls or score.usage.total_tokens:
+            self.usage += score.usage
+
+    @property
+    def n_failed(self) -> int:
+        return sum(self.failures.values())
+
+    @property
+    def n_judged(self) -> int:
+        """Cells the measure applied to: scored or failed, not skipped."""
+        return len(self.values) + self.n_failed
+
+    def commonest_failure(self) -> tuple[str, int, str] | None:
+        """(kind, how many, its commonest message), or None when nothing failed."""
+        if not self.failures:
+            return None
+        kind, count = self.failures.most_common(1)[0]
+        message = self.messages[kind].most_common(1)[0][0]
+        return kind, count, message
+
+    def summary(
+        self, metric: str, *, confidence: float, n_resamples: int, seed: int
+    ) -> MetricSummary:
+        vals = np.frombuffer(self.values, dtype=np.float64) if self.values else np.zeros(0)
+        mean = ci_low = ci_high = None
+        if vals.size == 1:
+            mean = float(vals[0])
+        elif vals.size >= 2:
+            mean, ci_low, ci_high, _ = stats.mean_ci(
+                vals, confidence=confidence, n_resamples=n_resamples, seed=seed
+            )
+        return MetricSummary(
+            metric=metric,
+            mean=mean,
+            ci_low=ci_low,
+            ci_high=ci_high,
+            n_scored=int(vals.size),
+            n_failed=self.n_failed,
+            n_skipped=self.n_skipped,
+            failures_by_kind=dict(self.failures),
+            confidence=confidence,
+            usage=self.usage,
+        )
+
+
+class Tally:
+    """Columns of a run, in the order metrics were first seen; fed one cell at a time."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, ColumnTally] = {}
+
+    @classmethod
+    def of(cls, cells: Iterable[tuple[str, str, Score]]) -> Tally:
+        """The tally of cells already held (an `Evaluation` iterates as such cells)."""
+        tally = cls()
+        for sample_id, metric, score in cells:
+            tally.add(sample_id, metric, score)
+        return tally
+
+    def add(self, sample_id: str, metric: str, score: Score) -> None:
+        column = self.columns.get(metric)
+        if column is None:
+            column = self.columns[metric] = ColumnTally()
+        column.add(score)
+
+    @property
+    def metrics(self) -> list[str]:
+        return list(self.columns)
+
+    def usage(self) -> Usage:
+        return sum((c.usage for c in self.columns.values()), Usage())
+
+    def summary(
+        self, *, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0
+    ) -> dict[str, MetricSummary]:
+        """One `MetricSummary` per metric; the CI is a seeded percentile bootstrap."""
+        return {
+            metric: column.summary(
+                metric, confidence=confidence, n_resamples=n_resamples, seed=seed
+            )
+            for metric, column in self.columns.items()
+        }
