@@ -12,6 +12,9 @@ latency. Nothing is sent anywhere.
 
 * **cpu**: process CPU seconds of a whole `evaluate` run divided by the judge calls it made, at
   1k and 10k samples, instant judge. Flat means the per-call cost does not grow with run size.
+  Twice: with every sample and result held in memory (the garbage collector rescans them, so
+  its share grows with the run), and streamed as ``ragbridge eval`` runs (samples parsed from
+  JSON lines as needed, their parsing time subtracted; results to a `Tally`, not kept).
 * **wall**: wall time of 10k samples with a 50 ms judge at cap 16, against the floor
   ``calls x latency / cap`` (no engine can beat it).
 * **cache**: a run of 1,000 samples into an SQLite cache file, then the same run again (every
@@ -43,6 +46,7 @@ from ragbridge.core import Context, Sample, Settings, evaluate
 from ragbridge.core.cache import Cache
 from ragbridge.core.judge import JudgeReply, Message
 from ragbridge.core.results import Usage
+from ragbridge.core.tally import Tally
 from ragbridge.core.testing import HashEmbedder, block_counts, minimal_reply, task_of
 
 METRICS = ("faithfulness", "answer_relevance", "context_precision", "context_recall")
@@ -196,6 +200,31 @@ def _command(only: str, sizes: str = "") -> str:
     return f"python benchmarks/engine_overhead.py --only {only}{sizes}"
 
 
+def _streamed(n: int) -> tuple[FastJudge, float, float]:
+    """A run as ``ragbridge eval`` makes it: samples parsed as they are needed, cells streamed
+    to a `Tally` and not kept. Returns (judge, CPU seconds less the parsing, GC seconds)."""
+    lines = [s.model_dump_json() for s in make_samples(n)]  # str: nothing for the GC to scan
+    gc.collect()
+    parse0 = time.process_time()
+    for line in lines:
+        Sample.model_validate_json(line)
+    parsing = time.process_time() - parse0
+    judge, tally = FastJudge(), Tally()
+    settings = Settings(judge=judge, embedder=HashEmbedder(), max_concurrency=16, max_retries=0)
+    gc.collect()
+    with GcClock() as clock:
+        cpu0 = time.process_time()
+        evaluate(
+            (Sample.model_validate_json(line) for line in lines),
+            list(METRICS),
+            settings=settings,
+            on_result=tally.add,
+            keep=False,
+        )
+        cpu = time.process_time() - cpu0 - parsing
+    return judge, cpu, sum(clock.seconds)
+
+
 def section_cpu(sizes: Sequence[int]) -> None:
     print("CPU per judge call (instant judge, no cache)")
     for n in sizes:
@@ -204,8 +233,15 @@ def section_cpu(sizes: Sequence[int]) -> None:
         per_call = cpu / judge.calls * 1000
         in_gc = sum(clock.seconds) / judge.calls * 1000
         print(
-            f"  {n:>6} samples: {judge.calls} calls, {cpu:.2f} s CPU, {wall:.2f} s wall"
+            f"  {n:>6} samples, all kept: {judge.calls} calls, {cpu:.2f} s CPU, {wall:.2f} s wall"
             f" -> {per_call:.3f} ms CPU/call (of which {in_gc:.3f} ms in the garbage collector)"
+        )
+    for n in sizes:
+        judge, cpu, in_gc = _streamed(n)
+        print(
+            f"  {n:>6} samples, streamed: {judge.calls} calls, {cpu:.2f} s CPU -> "
+            f"{cpu / judge.calls * 1000:.3f} ms CPU/call (of which "
+            f"{in_gc / judge.calls * 1000:.3f} ms in the garbage collector)"
         )
     joined = ",".join(str(n) for n in sizes)
     print(f"  $ {_command('cpu', f' --cpu-sizes {joined}')}")
