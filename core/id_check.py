@@ -183,14 +183,34 @@ class IdCheck:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._seen: dict[str, IdMatch] = {}
+        # Counts, not the matches themselves: a run of a million samples keeps one id each.
+        self._seen: set[str] = set()
+        self._first_bad: IdMatch | None = None
+        self._bad = 0
+        self._bad_keys: dict[str, int] = {}
+        self._bad_llamaindex = 0
+        self._bad_ids_all_random = True
+        self._bad_labels_any_random = False
 
     def add(self, sample_id: str, match: IdMatch) -> None:
         """Record one labelled sample (samples that retrieved no id are ignored)."""
         if match.retrieved == 0:
             return
         with self._lock:
-            self._seen.setdefault(sample_id, match)
+            if sample_id in self._seen:
+                return
+            self._seen.add(sample_id)
+            if not match.mismatched:
+                return
+            self._bad += 1
+            if self._first_bad is None:
+                self._first_bad = match
+            if match.metadata_key is not None:
+                key = match.metadata_key
+                self._bad_keys[key] = self._bad_keys.get(key, 0) + 1
+            self._bad_llamaindex += match.llamaindex
+            self._bad_ids_all_random &= _looks_random(match.retrieved_example)
+            self._bad_labels_any_random |= _looks_random(match.label_example)
 
     def add_score(self, sample_id: str, score: Score) -> None:
         """Record a sample from a ranking `Score`'s details; other scores are ignored."""
@@ -209,7 +229,7 @@ class IdCheck:
 
     @property
     def mismatched(self) -> int:
-        return sum(1 for m in self._seen.values() if m.mismatched)
+        return self._bad
 
     def warning(self) -> str | None:
         """The one-line run-level warning, or None when the ids look fine.
@@ -220,24 +240,19 @@ class IdCheck:
         labels).
         """
         with self._lock:
-            matches = list(self._seen.values())
-        bad = [m for m in matches if m.mismatched]
-        n = len(matches)
-        if not bad:
+            n, bad, first = len(self._seen), self._bad, self._first_bad
+            keys = dict(self._bad_keys)
+            llamaindex = self._bad_llamaindex * 2 > bad
+            random_ids = self._bad_ids_all_random and not self._bad_labels_any_random
+        if not bad or first is None:
             return None
-        first = bad[0]
-        keys = [m.metadata_key for m in bad if m.metadata_key is not None]
-        key = max(sorted(set(keys)), key=keys.count) if keys else None
-        llamaindex = sum(m.llamaindex for m in bad) * 2 > len(bad)
-        random_ids = all(_looks_random(m.retrieved_example) for m in bad) and not any(
-            _looks_random(m.label_example) for m in bad
-        )
-        many = n >= MIN_SAMPLES and len(bad) >= MISMATCH_SHARE * n
-        small = len(bad) == n and (key is not None or random_ids)
+        key = max(sorted(keys), key=keys.__getitem__) if keys else None
+        many = n >= MIN_SAMPLES and bad >= MISMATCH_SHARE * n
+        small = bad == n and (key is not None or random_ids)
         if not (many or small):
             return None
         head = (
-            f"ranking measures: {len(bad)} of {n} labelled samples retrieved no labelled context "
+            f"ranking measures: {bad} of {n} labelled samples retrieved no labelled context "
             f"id (e.g. retrieved {first.retrieved_example!r} vs labelled {first.label_example!r})"
         )
         if key is not None:
