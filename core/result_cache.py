@@ -30,6 +30,7 @@ import functools
 import hashlib
 import json
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -122,6 +123,7 @@ class ResultReuse:
         self.misses = 0
         self.batch = batch
         self._pending: list[tuple[str, str, str, str]] = []
+        self._lock = threading.Lock()  # a Scorer may be shared by threads, each with its loop
         self._prefix: dict[str, tuple[str, bytes]] = {}
         params = (
             json.dumps(dict(ctx.judge.params), sort_keys=True, default=repr)
@@ -185,26 +187,30 @@ class ResultReuse:
         for name, key in keys.items():
             text = stored.get(key)
             score = None if text is None else _revive(text, latency)
-            if score is None:
-                self.misses += 1
-            else:
+            if score is not None:
                 found[name] = score
-        self.hits += len(found)
+        with self._lock:
+            self.hits += len(found)
+            self.misses += len(keys) - len(found)
         return found
 
     def store(self, keys: dict[str, str], scores: dict[str, Score]) -> None:
         """Keep the settled Scores among ``scores``."""
-        self._pending.extend(
+        rows = [
             (keys[name], name, self._prefix[name][0], score.model_dump_json())
             for name, score in scores.items()
             if name in keys and _settled(score)
-        )
-        if len(self._pending) >= self.batch:
+        ]
+        with self._lock:
+            self._pending.extend(rows)
+            full = len(self._pending) >= self.batch
+        if full:
             self.flush()
 
     def flush(self) -> None:
         """Write the Scores not yet written, in one transaction."""
-        rows, self._pending = self._pending, []
+        with self._lock:
+            rows, self._pending = self._pending, []
         self.cache.put_results(rows)
 
 
