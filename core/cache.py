@@ -18,6 +18,7 @@ models produce anyway; four bytes per dimension keeps large corpora cheap to cac
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -216,6 +217,19 @@ def cache_key(
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+@contextlib.contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction, taken at once (``BEGIN IMMEDIATE``): another writer waits for it
+    instead of failing half-way; rolled back on any exception, Ctrl-C included."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
 def _text_hash(text: str) -> str:
     """Embedding rows are keyed by a digest, not the text, so long passages cost 64 bytes each."""
     return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
@@ -370,8 +384,7 @@ class Cache:
         """
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with _transaction(conn):
             conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             if row is not None:
@@ -388,10 +401,6 @@ class Cache:
                     "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
                     (str(SCHEMA_VERSION),),
                 )
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
 
     def _check_version(self, stored: object) -> None:
         """Refuse a layout this code does not know, instead of misreading it."""
@@ -594,17 +603,12 @@ class Cache:
             return
         with self._lock:
             conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with _transaction(conn):
                 conn.executemany(
                     "INSERT OR REPLACE INTO embeddings (model, text_hash, dim, vector, created) "
                     "VALUES (?, ?, ?, ?, ?)",
                     rows,
                 )
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
 
     # -- whole results -----------------------------------------------------------------------
 
@@ -637,17 +641,12 @@ class Cache:
         now = time.time()
         with self._lock:
             conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with _transaction(conn):
                 conn.executemany(
                     "INSERT OR REPLACE INTO results (key, metric, code, score, created) "
                     "VALUES (?, ?, ?, ?, ?)",
                     [(key, metric, code, score, now) for key, metric, code, score in rows],
                 )
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
 
     def result_codes(self) -> dict[str, int]:
         """How many kept results each code digest wrote."""
@@ -665,8 +664,7 @@ class Cache:
             conn = self._connection()
             if keep_codes is None:
                 return int(conn.execute("DELETE FROM results").rowcount)
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with _transaction(conn):
                 deleted = 0
                 stale = [
                     code
@@ -676,10 +674,6 @@ class Cache:
                 for code in stale:
                     cursor = conn.execute("DELETE FROM results WHERE code IS ?", (code,))
                     deleted += cursor.rowcount
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
             return deleted
 
     # -- housekeeping ----------------------------------------------------------------------
@@ -730,17 +724,12 @@ class Cache:
         deleted = 0
         with self._lock:
             conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with _transaction(conn):
                 for start in range(0, len(keys), _LOOKUP_CHUNK):
                     chunk = list(keys[start : start + _LOOKUP_CHUNK])
                     marks = ",".join("?" * len(chunk))
                     cursor = conn.execute(f"DELETE FROM replies WHERE key IN ({marks})", chunk)
                     deleted += cursor.rowcount
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
         return deleted
 
     def delete_older_than(self, cutoff: float) -> tuple[int, int]:
@@ -752,15 +741,10 @@ class Cache:
         """
         with self._lock:
             conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with _transaction(conn):
                 replies = conn.execute("DELETE FROM replies WHERE created < ?", (cutoff,))
                 vectors = conn.execute("DELETE FROM embeddings WHERE created < ?", (cutoff,))
                 conn.execute("DELETE FROM results WHERE created < ?", (cutoff,))
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
         return replies.rowcount, vectors.rowcount
 
     def groups(self) -> CacheGroups:
@@ -799,15 +783,10 @@ class Cache:
         """Delete every cached reply, embedding and kept result (the hit/miss counters stay)."""
         with self._lock:
             conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with _transaction(conn):
                 conn.execute("DELETE FROM replies")
                 conn.execute("DELETE FROM embeddings")
                 conn.execute("DELETE FROM results")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
 
 
 # --------------------------------------------------------------------------------------------

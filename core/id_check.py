@@ -303,9 +303,17 @@ def id_warnings(evaluation: Evaluation) -> list[str]:
     return [] if found is None else [found]
 
 
-def note_id_warnings(evaluation: Evaluation) -> Evaluation:
-    """Add `id_warnings` to ``evaluation.metadata["warnings"]`` (once); returns ``evaluation``."""
-    lines = id_warnings(evaluation)
+def note_id_warnings(evaluation: Evaluation, check: IdCheck | None = None) -> Evaluation:
+    """Add `id_warnings` to ``evaluation.metadata["warnings"]`` (once); returns ``evaluation``.
+
+    ``check`` is the tally of a run that fed it as it went (its cells may not be kept);
+    without it the warning is read from ``evaluation``'s cells.
+    """
+    if check is None:
+        lines = id_warnings(evaluation)
+    else:
+        found = check.warning()
+        lines = [] if found is None else [found]
     if lines:
         existing = evaluation.metadata.setdefault("warnings", [])
         for line in lines:

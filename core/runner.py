@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from .cache import Cache, open_cache
 from .engine import EmbeddingEngine, JudgeEngine, Price, cost_of
-from .id_check import IdCheck
+from .id_check import IdCheck, note_id_warnings
 from .judge import Embedder, EntailmentModel, Judge
 from .limits import Slots
 from .metrics.base import Metric, MetricContext
@@ -194,10 +194,7 @@ async def aevaluate(
     if not keep:
         evaluation.metadata["cells_kept"] = False
     engines.record(evaluation, spent, reuse)
-    warning = ids.warning()
-    if warning is not None:
-        evaluation.metadata.setdefault("warnings", []).append(warning)
-    return evaluation
+    return note_id_warnings(evaluation, ids)
 
 
 def evaluate(
