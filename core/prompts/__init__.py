@@ -1,7 +1,8 @@
 """Judge prompt templates, one per task. ``get(id)`` returns one; ``templates()`` lists all.
 
 Each task's template lives in the module named after its metric family (``faithfulness.py``
-holds ``answer.analyze`` and ``faithfulness.verify``, ...); `base` holds the machinery.
+holds ``faithfulness.verify``, ...), the shared ``answer.analyze`` in its own module;
+`base` holds the machinery.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ __all__ = [
 
 # Modules defining templates; each calls `register` at import.
 _MODULES: tuple[str, ...] = (
+    "answer_analyze",
     "faithfulness",
     "context_precision",
     "context_recall",

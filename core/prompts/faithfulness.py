@@ -1,16 +1,5 @@
-"""Templates of the faithfulness family: ``answer.analyze`` and ``faithfulness.verify``.
-
-``answer.analyze`` is the one call that reads the answer on its own. It returns three things at
-once because four metrics need them and a judge call is the unit of cost:
-
-* ``claims`` — atomic, self-contained factual statements (Faithfulness, Hallucination,
-  AnswerCorrectness). This is the statement-extraction step of Es et al. 2023, "RAGAS: Automated
-  Evaluation of Retrieval Augmented Generation", §3 (faithfulness), with pronouns resolved so a
-  claim can be checked without the answer beside it.
-* ``questions`` — questions the answer would be a fitting reply to (AnswerRelevance; the
-  question-generation step of the same paper's answer relevance).
-* ``noncommittal`` — whether the answer evades the question (an "I don't know" is relevant-looking
-  text that answers nothing; AnswerRelevance scores it 0).
+"""Templates of the faithfulness family: ``faithfulness.verify`` (and, re-exported, the shared
+``answer.analyze`` of `ragbridge.core.prompts.answer_analyze`, which reads the claims).
 
 ``faithfulness.verify`` checks *all* claims against *all* contexts in one call (RAGAS's
 verification step, batched), so its cost does not grow with the number of contexts. Verdicts
@@ -25,10 +14,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from . import register
-from .base import Facts, PromptTemplate, Reply
+from .answer_analyze import ANSWER_ANALYZE, AnswerAnalysis
+from .base import PromptTemplate, Reply
 
 __all__ = [
     "ANSWER_ANALYZE",
@@ -37,20 +27,6 @@ __all__ = [
     "ClaimVerdict",
     "ClaimVerdicts",
 ]
-
-
-class AnswerAnalysis(Reply):
-    """Reply of ``answer.analyze``.
-
-    ``claims``: atomic, self-contained factual statements of the answer (pronouns resolved);
-    empty when it asserts nothing factual. ``questions``: 3 distinct questions the answer would
-    fittingly reply to. ``noncommittal``: the answer avoids answering. (What each field means is
-    told to the judge by the template, not by the schema: see `compact_schema`.)
-    """
-
-    claims: list[str]
-    questions: list[str]
-    noncommittal: bool
 
 
 class ClaimVerdict(Reply):
@@ -67,40 +43,6 @@ class ClaimVerdicts(Reply):
 
     verdicts: list[ClaimVerdict] = Field(json_schema_extra={"aligned_with": "CLAIM"})
 
-
-def _questions_given(reply: BaseModel, facts: Facts) -> str | None:
-    """``answer.analyze`` asks for 3 questions; a committal answer with none is not a reply.
-
-    (A noncommittal answer scores 0 for relevance whatever its questions, so none are needed.)
-    """
-    if not isinstance(reply, AnswerAnalysis) or reply.noncommittal:
-        return None
-    if any(q.strip() for q in reply.questions):
-        return None
-    return "expected 3 generated questions, got 0"
-
-
-ANSWER_ANALYZE = register(
-    PromptTemplate(
-        id="answer.analyze",
-        version="2",
-        description="Claims, generated questions and noncommittal flag of an answer.",
-        system="You split answers into their facts and the questions they answer.",
-        user="""\
-$question
-
-$answer
-
-From the answer (the question is context only):
-- "claims": each factual assertion as a short standalone sentence (names for pronouns and vague \
-references, compound sentences split; no greetings, hedges, opinions, restated \
-question); [] if none.
-- "questions": 3 different questions this answer would fittingly reply to.
-- "noncommittal": true if it dodges the question (does not know, talks around it).""",
-        schema=AnswerAnalysis,
-        extra_check=_questions_given,
-    )
-)
 
 FAITHFULNESS_VERIFY = register(
     PromptTemplate(

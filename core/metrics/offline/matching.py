@@ -1,0 +1,162 @@
+"""The offline provider's matcher: which context sentence supports a claim, from embeddings and
+exact checks. Every offline measure (`ragbridge.core.metrics.offline`) is built on it.
+
+No usable LLM runs offline on a laptop or in CI (see the integration notes), so the offline path
+approximates each judge task with a sentence-embedding matcher plus exact checks where
+embeddings are known to be blind:
+
+* **claim support** (faithfulness, hallucination, context recall): a sentence is supported when
+  its best cosine similarity to a context sentence reaches ``similarity`` AND every number and
+  name in it (`ragbridge.core.text.salient`) occurs in the contexts. Embeddings rate "paid 1,200"
+  and "paid 2,100" as near-identical; the exact check catches that.
+* **relevance** (answer relevance, context precision): cosine similarity to the question.
+
+The thresholds are parameters; the defaults were calibrated on the FaithBench dev sample
+(`benchmarks/offline_calibration.py`). What this provider is for, and what not: see the README.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...text import content_words, numbers, salient, sentences, words
+from ..base import MetricContext
+
+__all__ = [
+    "DEFAULT_RELEVANCE",
+    "DEFAULT_SIMILARITY",
+    "OfflineSettings",
+    "Support",
+    "embed",
+    "is_noncommittal",
+    "match_sentences",
+    "shortlist",
+]
+
+DEFAULT_SIMILARITY = 0.6
+"""Cosine similarity (all-MiniLM-L6-v2) at which a context sentence supports a claim."""
+DEFAULT_RELEVANCE = 0.35
+"""Cosine similarity between question and context at which a context counts as relevant."""
+
+_NONCOMMITTAL = re.compile(
+    r"\b(i (do not|don't|cannot|can't) (know|say|tell|answer|find)|not sure|no information|"
+    r"unable to (answer|find|determine)|cannot be determined|(is|are) not (mentioned|provided|"
+    r"specified|stated)|insufficient (information|context)|i have no)\b",
+    re.IGNORECASE,
+)
+
+
+def is_noncommittal(answer: str) -> bool:
+    """Evasive answers ("I don't know", "not mentioned in the context") score 0 relevance."""
+    return bool(_NONCOMMITTAL.search(answer))
+
+
+DEFAULT_CANDIDATES = 2
+"""Context sentences per claim that reach the embedding model (see `shortlist`)."""
+
+
+@dataclass(frozen=True)
+class OfflineSettings:
+    similarity: float = DEFAULT_SIMILARITY
+    relevance: float = DEFAULT_RELEVANCE
+    candidates: int = DEFAULT_CANDIDATES
+
+
+def unit(vectors: Sequence[Sequence[float]]) -> np.ndarray[Any, np.dtype[np.float64]]:
+    matrix = np.asarray(vectors, dtype=np.float64)
+    if matrix.ndim != 2:
+        return matrix.reshape(0, 0)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    out: np.ndarray[Any, np.dtype[np.float64]] = matrix / norms
+    return out
+
+
+async def embed(ctx: MetricContext, texts: list[str]) -> np.ndarray[Any, np.dtype[np.float64]]:
+    assert ctx.embedder is not None
+    return unit(await ctx.embedder.embed(texts))
+
+
+@dataclass(frozen=True)
+class Support:
+    """How one sentence fares against the contexts."""
+
+    sentence: str
+    similarity: float
+    best: str | None
+    best_context: int | None
+    missing: tuple[str, ...]
+    supported: bool
+
+    def detail(self) -> dict[str, Any]:
+        return {
+            "claim": self.sentence,
+            "supported": self.supported,
+            "similarity": round(self.similarity, 4),
+            "best_match": self.best,
+            "context": self.best_context,
+            "missing_terms": list(self.missing),
+        }
+
+
+def shortlist(queries: Sequence[str], pieces: Sequence[str], k: int) -> list[list[int]]:
+    """For each query, the ``k`` pieces sharing the most (IDF-weighted) content words with it.
+
+    Retrieve, then verify: embedding every sentence of every context is what makes offline
+    scoring slow (a 120-word context is six sentences); a cheap lexical shortlist first means
+    only a handful of candidate sentences per claim reach the embedding model. Ties keep
+    document order, so a claim with no word in common still gets ``k`` candidates.
+    """
+    piece_words = [set(content_words(p)) for p in pieces]
+    df: dict[str, int] = {}
+    for bag in piece_words:
+        for w in bag:
+            df[w] = df.get(w, 0) + 1
+    n = len(pieces)
+    idf = {w: math.log(1.0 + n / c) for w, c in df.items()}
+    out = []
+    for query in queries:
+        bag = set(content_words(query))
+        scores = [sum(idf[w] for w in bag & pw) for pw in piece_words]
+        order = sorted(range(n), key=lambda j: (-scores[j], j))
+        out.append(order[:k])
+    return out
+
+
+async def match_sentences(
+    claims: list[str],
+    contexts: Sequence[str],
+    ctx: MetricContext,
+    threshold: float,
+    *,
+    candidates: int = DEFAULT_CANDIDATES,
+) -> list[Support]:
+    """Best context sentence per claim, and whether it supports the claim (see module doc)."""
+    pieces: list[tuple[int, str]] = [
+        (i, s) for i, text in enumerate(contexts, start=1) for s in sentences(text)
+    ]
+    if not pieces:
+        return [Support(c, 0.0, None, None, (), False) for c in claims]
+    pool_words = {w for text in contexts for w in words(text)}
+    pool_numbers = {n for text in contexts for n in numbers(text)}
+    candidates_of = shortlist(claims, [s for _, s in pieces], candidates)
+    needed = sorted({j for row in candidates_of for j in row})
+    column = {j: i for i, j in enumerate(needed)}
+    vectors = await embed(ctx, [*claims, *(pieces[j][1] for j in needed)])
+    sims = vectors[: len(claims)] @ vectors[len(claims) :].T
+    out = []
+    for row, claim in enumerate(claims):
+        j = max(candidates_of[row], key=lambda c: float(sims[row, column[c]]))
+        similarity = float(sims[row, column[j]])
+        missing = tuple(
+            sorted(t for t in salient(claim) if t not in pool_words and t not in pool_numbers)
+        )
+        supported = similarity >= threshold and not missing
+        out.append(Support(claim, similarity, pieces[j][1], pieces[j][0], missing, supported))
+    return out
