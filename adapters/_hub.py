@@ -20,11 +20,19 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["OFFLINE_ENV", "disable_hub", "hub_offline", "quiet_model_loading"]
+__all__ = ["OFFLINE_ENV", "disable_hub", "hub_offline", "installed", "quiet_model_loading"]
 
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 _TRUE = {"1", "on", "yes", "true"}
+
+
+def installed(module: str) -> bool:
+    """Whether ``module`` can be imported, found without importing it (so without torch)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a broken parent package or a None entry in sys.modules
+        return False
 
 
 def disable_hub() -> None:

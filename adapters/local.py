@@ -49,6 +49,7 @@ from typing import Any
 
 from ragbridge.adapters._frameworks import quiet_frameworks
 from ragbridge.adapters._hub import disable_hub, hub_offline, quiet_model_loading
+from ragbridge.adapters._hub import installed as _installed
 
 quiet_frameworks()  # before sentence-transformers (hence transformers) is imported, lazily
 
@@ -79,14 +80,6 @@ def _missing_extra(what: str) -> ImportError:
         f"LocalEmbedder needs {what}, which is not installed; install the local extra: "
         f"{INSTALL_HINT}"
     )
-
-
-def _installed(module: str) -> bool:
-    """Whether ``module`` can be imported, found without importing it (so without torch)."""
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):  # a broken parent package or a None entry in sys.modules
-        return False
 
 
 def _default_model_path() -> str:

@@ -63,6 +63,7 @@ from typing import Any
 
 from ragbridge.adapters._frameworks import quiet_frameworks
 from ragbridge.adapters._hub import disable_hub, quiet_model_loading
+from ragbridge.adapters._hub import installed as _installed
 from ragbridge.core.judge import Entailment
 
 quiet_frameworks()  # before transformers is imported (lazily, on the first load)
@@ -81,14 +82,6 @@ _NOT_ENTAILMENT = re.compile(r"(^|[^a-z])(not|non)[^a-z]?entail")
 
 class NLIModelNotFoundError(FileNotFoundError):
     """The NLI model is not on this machine, and ragbridge never downloads weights."""
-
-
-def _installed(module: str) -> bool:
-    """Whether ``module`` can be imported, found without importing it (so without torch)."""
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):  # a broken parent package or a None entry in sys.modules
-        return False
 
 
 def _missing_extra(what: str) -> ImportError:
