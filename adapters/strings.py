@@ -33,13 +33,17 @@ import re
 import string
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 from ragbridge.adapters._frameworks import framework_noise_off, quiet_frameworks
 from ragbridge.adapters._hub import disable_hub, quiet_model_loading
+from ragbridge.adapters._hub import installed as _installed
 from ragbridge.core.metrics.base import Metric, MetricContext
+from ragbridge.core.registry import MeasureSpec, ProviderSpec, Registry
 from ragbridge.core.results import Score
 from ragbridge.core.sample import Sample
 
@@ -64,14 +68,6 @@ BERTSCORE_HINT = 'pip install "ragbridge[bertscore]"'
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = frozenset(string.punctuation)
-
-
-def _installed(module: str) -> bool:
-    """Whether ``module`` can be imported, found without importing it."""
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):  # a broken parent package or a None entry in sys.modules
-        return False
 
 
 def _require(metric: str, extra_hint: str, *modules: str) -> None:
@@ -426,4 +422,60 @@ class BertScore(_StringMetric):
                 "num_layers": self.num_layers,
                 "rescaled": self.rescale_with_baseline,
             },
+        )
+
+
+# -- registry ---------------------------------------------------------------------------------
+
+_MEASURES: tuple[tuple[str, Callable[[], Metric], str, str], ...] = (
+    ("exact_match", ExactMatch, "1 when the answer equals the reference, SQuAD-normalised", ""),
+    ("token_f1", TokenF1, "token-overlap F1 of the answer against the reference (SQuAD)", ""),
+    (
+        "rouge_l",
+        partial(RougeScore, "rougeL"),
+        "longest-common-subsequence F of the answer",
+        "strings",
+    ),
+    (
+        "rouge_1",
+        partial(RougeScore, "rouge1"),
+        "unigram-overlap F of the answer (ROUGE-1)",
+        "strings",
+    ),
+    (
+        "rouge_2",
+        partial(RougeScore, "rouge2"),
+        "bigram-overlap F of the answer (ROUGE-2)",
+        "strings",
+    ),
+    ("bleu", Bleu, "sentence BLEU of the answer against the reference, / 100", "strings"),
+    ("bert_score", BertScore, "contextual-embedding token match F1 (BERTScore)", "bertscore"),
+)
+_HOW = {
+    "": "the SQuAD evaluation script's definition",
+    "strings": "rouge-score / sacrebleu, as papers report them",
+    "bertscore": "the authors' bert-score package (a local model)",
+}
+
+
+def register(registry: Registry) -> None:
+    """The ``ragbridge.providers`` entry point: list the string measures in the registry, so
+    ``resolve("exact_match")`` and ``ragbridge metrics`` find them. Building one still imports
+    its library, and a missing one names the extra to install."""
+    for name, build, meaning, extra in _MEASURES:
+        registry.add_measure(
+            MeasureSpec(
+                name=name,
+                meaning=meaning,
+                requires=("answer", "reference"),
+                kind="string",
+                factory=build,
+            ),
+            ProviderSpec(
+                measure=name,
+                name="string",
+                how=_HOW[extra],
+                needs=frozenset({"reference"}),
+                extra=extra or None,
+            ),
         )

@@ -61,15 +61,16 @@ OnResult = Callable[[str, str, Score], Any]
 
 
 def resolve_metrics(metrics: Iterable[Metric | str]) -> list[Metric]:
-    """Metric objects from objects or names: ``"faithfulness"``, ``"recall@5"``, ``"mrr"``."""
-    from .metrics.ranking import RankingMetric
+    """Metric objects from objects or names: ``"faithfulness"``, ``"recall@5"``, ``"mrr"``
+    (`ragbridge.core.metrics.resolve`); a name given twice is refused."""
+    from .metrics import resolve
 
     out: list[Metric] = []
     for item in metrics:
         if isinstance(item, Metric):
             metric = item
         elif isinstance(item, str):
-            metric = _by_name(item) or RankingMetric(item)
+            metric = resolve(item)
         else:
             raise TypeError(f"not a metric: {item!r}")
         if any(m.name == metric.name for m in out):
@@ -108,19 +109,6 @@ def shared_tags(metrics: Sequence[Metric]) -> frozenset[str]:
         for tag in metric.share_tags():
             counts[tag] = counts.get(tag, 0) + 1
     return frozenset(tag for tag, n in counts.items() if n >= 2)
-
-
-def _by_name(name: str) -> Metric | None:
-    from . import metrics
-
-    lookup = getattr(metrics, "by_name", None)
-    if lookup is None:
-        return None
-    try:
-        found = lookup(name)
-    except (KeyError, ValueError):
-        return None
-    return found if isinstance(found, Metric) else None
 
 
 async def aevaluate(
@@ -362,7 +350,7 @@ def build_engines(settings: Settings, metrics: Sequence[Metric]) -> Engines:
             stop_after=settings.stop_after,
         )
     embedder = settings.embedder
-    if embedder is None and any(m.needs_embedder and m.provider != "llm" for m in metrics):
+    if embedder is None and any(m.needs_embedder and not m.needs_judge for m in metrics):
         embedder = default_embedder()
     embed_engine: EmbeddingEngine | None
     if embedder is None or isinstance(embedder, EmbeddingEngine):

@@ -44,6 +44,7 @@ SUBCOMMANDS = (
     "estimate",
     "export",
     "gate",
+    "metrics",
     "trec",
 )
 

@@ -23,8 +23,10 @@ from ragbridge.core.metrics.base import MetricContext
 from ragbridge.core.metrics.offline import (
     AnswerSimilarity,
     ContextUsage,
-    _shortlist,
     is_noncommittal,
+)
+from ragbridge.core.metrics.offline import (
+    shortlist as _shortlist,
 )
 from ragbridge.core.results import FailureKind
 from ragbridge.core.testing import HashEmbedder

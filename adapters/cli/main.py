@@ -22,6 +22,7 @@ from ragbridge.adapters.cli import (
     eval_command,
     export_command,
     gate_command,
+    metrics_command,
     trec_command,
 )
 from ragbridge.adapters.cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError
@@ -73,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     eval_command.register(sub)
     export_command.register(sub)
     gate_command.register(sub)
+    metrics_command.register(sub)
     trec_command.register(sub)
     return parser
 

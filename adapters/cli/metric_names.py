@@ -15,14 +15,12 @@ This module imports only ragbridge's core, so the pytest plugin can use it witho
 
 from __future__ import annotations
 
-import difflib
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ragbridge.core.metrics import ALL_LLM_METRICS, OFFLINE_METRICS, by_name
+from ragbridge.core.metrics import resolve
 from ragbridge.core.metrics.base import Metric
-from ragbridge.core.metrics.ranking import RankingMetric
+from ragbridge.core.registry import REGISTRY, UnknownMeasureError
 
 __all__ = [
     "RANKING_NAMES",
@@ -34,31 +32,15 @@ __all__ = [
     "unknown_metric_message",
 ]
 
-RANKING_CUT_NAMES: tuple[str, ...] = (
-    "recall",
-    "precision",
-    "hit_rate",
-    "ndcg",
-    "ndcg_exp",
-    "map",
-    "f1",
-)
-"""Ranking measures that take a cutoff: ``recall@5``."""
-RANKING_PLAIN_NAMES: tuple[str, ...] = (
-    "mrr",
-    "ndcg",
-    "ndcg_exp",
-    "average_precision",
-    "map",
-    "r_precision",
-    "no_answer",
-)
-"""Ranking measures over the whole ranking: ``mrr``."""
-RANKING_NAMES: tuple[str, ...] = (
-    *(f"{n}@k" for n in RANKING_CUT_NAMES),
-    *(n for n in RANKING_PLAIN_NAMES if n not in {"ndcg", "ndcg_exp", "map"}),
-)
 EXAMPLE_CUTOFF = 5
+
+
+def _names(kind: str) -> list[str]:
+    return [m.name for m in REGISTRY.measures(kind=kind)]
+
+
+RANKING_NAMES: tuple[str, ...] = tuple(_names("ranking"))
+"""The ranking measures as the messages list them: ``recall@k``, ``mrr``, ..."""
 
 
 class UnknownMetricError(ValueError):
@@ -73,74 +55,57 @@ class JudgeOnlyError(ValueError):
         super().__init__(", ".join(self.names))
 
 
-def _judge_names() -> list[str]:
-    return [cls.name for cls in ALL_LLM_METRICS]
-
-
-def _offline_names() -> list[str]:
-    own = [cls.name for cls in OFFLINE_METRICS]
-    return own + [f"{cls.name}:offline" for cls in ALL_LLM_METRICS if "offline" in cls.providers]
-
-
-def _closest(word: str, candidates: Iterable[str]) -> list[str]:
-    pool = list(dict.fromkeys(candidates))
-    return difflib.get_close_matches(word.lower(), pool, n=3, cutoff=0.7)
-
-
-def _suggestions(name: str) -> list[str]:
-    base, colon, provider = name.strip().partition(":")
-    base = base.strip()
-    cut = re.fullmatch(r"(?P<base>.+?)@(?P<k>\d+)", base)
-    if cut is not None:
-        found = _closest(cut["base"], RANKING_CUT_NAMES)
-        return [f"{f}@{cut['k']}" for f in found]
-    plain = base.lower()
-    if plain in RANKING_CUT_NAMES:  # "recall" alone: it needs a cutoff
-        return [f"{plain}@{EXAMPLE_CUTOFF}"]
-    measure_names = [*_judge_names(), *(cls.name for cls in OFFLINE_METRICS)]
-    found = _closest(plain, [*measure_names, *RANKING_PLAIN_NAMES])
-    close_cut = _closest(plain, RANKING_CUT_NAMES)
-    found += [f"{f}@{EXAMPLE_CUTOFF}" for f in close_cut if f not in found]
-    return [f"{f}{colon}{provider}" if f in measure_names else f for f in found]
+def _groups() -> dict[str, list[str]]:
+    """Names by what they need: judge measures, offline ones (with their provider), the rest."""
+    judge: list[str] = []
+    offline_only: list[str] = []
+    offline_variants: list[str] = []
+    for measure, provider in REGISTRY.pairs():
+        if measure.kind != "judge":
+            continue
+        default = REGISTRY.providers(measure.name)[0].name
+        if provider.name == default and "judge" in provider.needs:
+            judge.append(measure.name)
+        elif provider.name == "offline" and provider.name == default:
+            offline_only.append(measure.name)
+        elif provider.name == "offline":
+            offline_variants.append(provider.key)
+    return {
+        "judge measures": judge,
+        "offline measures": offline_only + offline_variants,
+        "string measures": _names("string"),
+        "ranking measures": list(RANKING_NAMES),
+    }
 
 
 def unknown_metric_message(name: str) -> str:
     """``unknown metric 'fathfulness'; did you mean faithfulness? judge measures: …``."""
-    hints = _suggestions(name)
+    hints = REGISTRY.suggest(name, cutoff_example=EXAMPLE_CUTOFF)
     base = name.strip().lower()
-    if base in RANKING_CUT_NAMES:
+    if f"{base}@k" in RANKING_NAMES and base not in RANKING_NAMES:
         head = f"{name!r} needs a cutoff: {base}@k, e.g. {base}@{EXAMPLE_CUTOFF}"
     else:
         head = f"unknown metric {name!r}"
         if hints:
             head += f"; did you mean {' or '.join(hints)}?"
-    return (
-        f"{head} — judge measures: {', '.join(_judge_names())}; "
-        f"offline measures: {', '.join(_offline_names())}; "
-        f"ranking measures: {', '.join(RANKING_NAMES)}"
+    listed = "; ".join(
+        f"{group}: {', '.join(names)}" for group, names in _groups().items() if names
     )
+    return f"{head} — {listed}"
 
 
 def parse_metric(name: str) -> Metric:
-    """The metric ``name`` names (a measure, ``measure:provider`` or a ranking measure).
+    """The metric ``name`` names (`ragbridge.core.metrics.resolve`).
 
     Raises `UnknownMetricError` with suggestions, or ValueError for a known measure with an
     unknown provider (its message lists the providers).
     """
-    text = name.strip()
-    if "@" not in text:
-        try:
-            return by_name(text)
-        except KeyError as exc:
-            message = str(exc).strip("'\"")
-            if "has no provider" in message:
-                raise ValueError(message) from None
     try:
-        return RankingMetric(text)
-    except ValueError as exc:
-        if "count, not a per-sample score" in str(exc):
+        return resolve(name)
+    except UnknownMeasureError as exc:
+        if "has no provider" in str(exc):
             raise ValueError(str(exc)) from None
-        raise UnknownMetricError(unknown_metric_message(text)) from None
+        raise UnknownMetricError(unknown_metric_message(name.strip())) from None
 
 
 @dataclass(frozen=True)
@@ -175,7 +140,7 @@ def choose_without_judge(items: Iterable[Metric | str], *, have_judge: bool) -> 
         metric = parse_metric(item)
         if have_judge or not metric.needs_judge or ":" in item:
             chosen.append(metric)
-        elif "offline" in type(metric).providers:
+        elif "offline" in metric.providers:
             offline = parse_metric(f"{metric.name}:offline")
             chosen.append(offline)
             substituted.append((item.strip(), f"{metric.name}:offline"))

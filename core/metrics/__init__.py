@@ -1,5 +1,9 @@
 """ragbridge metrics: one small class per measure, scored through a shared `MetricContext`.
 
+Every measure and each of its providers is in the registry (`ragbridge.core.registry`);
+`resolve` builds a metric from a name, and ``ragbridge metrics`` prints the whole table (what
+each provider needs, its judge calls per sample, the one-line definition).
+
 LLM metrics (``provider="llm"``), with the judge calls each makes per sample:
 
 =====================  ==============================================================  =====
@@ -25,14 +29,21 @@ sample together in one run (4 when scored separately), at any number of contexts
 
 from __future__ import annotations
 
-from .answer_correctness import AnswerCorrectness
+# isort: off
+# The import order is the order `ragbridge metrics` lists the measures in.
+from ..registry import REGISTRY, UnknownMeasureError
+from .base import Metric, MetricContext, PlannedCall, snake_case  # noqa: F401
+from .faithfulness import Faithfulness, Hallucination
 from .answer_relevance import AnswerRelevance
-from .base import Metric, MetricContext, PlannedCall, snake_case
 from .context_precision import ContextPrecision
 from .context_recall import ContextRecall
-from .faithfulness import Faithfulness, Hallucination
+from .answer_correctness import AnswerCorrectness
 from .graders import Correctness, DocumentRelevance, Groundedness, Helpfulness
 from .offline import AnswerSimilarity, ContextUsage
+from .ranking_metric import RankingMetric
+from . import nli  # noqa: F401  (registers the nli providers)
+
+# isort: on
 
 __all__ = [
     "ALL_LLM_METRICS",
@@ -52,7 +63,10 @@ __all__ = [
     "Metric",
     "MetricContext",
     "PlannedCall",
+    "RankingMetric",
+    "UnknownMeasureError",
     "by_name",
+    "resolve",
 ]
 
 ALL_LLM_METRICS: tuple[type[Metric], ...] = (
@@ -67,32 +81,44 @@ ALL_LLM_METRICS: tuple[type[Metric], ...] = (
     Groundedness,
     DocumentRelevance,
 )
-
-
-def _normal(name: str) -> str:
-    return snake_case(name.strip()).replace("-", "_").replace("__", "_").lower()
-
+"""The measures whose default provider is the judge."""
 
 OFFLINE_METRICS: tuple[type[Metric], ...] = (AnswerSimilarity, ContextUsage)
 """Measures that exist only offline (the LLM measures also take ``provider="offline"``)."""
 
 
-def by_name(name: str) -> Metric:
-    """A default-configured metric by name: ``"faithfulness"``, ``"Context_Recall"``,
-    ``"AnswerRelevance"`` (case-insensitive; snake_case or CamelCase), optionally with a
-    provider: ``"faithfulness:offline"``, ``"hallucination:nli"``. KeyError lists the names."""
-    base, _, provider = name.partition(":")
-    wanted = _normal(base)
-    for cls in (*ALL_LLM_METRICS, *OFFLINE_METRICS):
-        if cls.name == wanted or cls.name.replace("_", "") == wanted.replace("_", ""):
-            if not provider:
-                return cls()
-            provider = provider.strip()
-            if provider not in cls.providers:
-                known = ", ".join(cls.providers)
-                raise KeyError(f"metric {cls.name!r} has no provider {provider!r}; use {known}")
-            if cls.providers == (provider,):
-                return cls()
-            return cls(provider=provider)  # type: ignore[call-arg]
-    known = ", ".join(cls.name for cls in (*ALL_LLM_METRICS, *OFFLINE_METRICS))
-    raise KeyError(f"no metric named {name!r}; known: {known}")
+def resolve(name: str) -> Metric:
+    """The metric ``name`` names, default-configured: ``"faithfulness"`` (its default provider),
+    ``"faithfulness:offline"``, ``"faithfulness:ragas"``, ``"exact_match"``, ``"recall@5"``,
+    ``"mrr"``. Case and separators are free (``"Context-Recall"``, ``"AnswerRelevance"``).
+
+    Providers of adapters and of other packages come from the ``ragbridge.providers`` entry
+    points, loaded the first time a name is not found. An unknown name raises
+    `UnknownMeasureError` (a KeyError and a ValueError) with the closest names.
+    """
+    text = name.strip()
+    base = text.partition(":")[0]
+    if "@" in base:
+        return _ranking(text)
+    try:
+        return REGISTRY.build(text)
+    except UnknownMeasureError as exc:
+        if "has no provider" in str(exc):
+            raise
+        try:
+            return RankingMetric(text)
+        except ValueError:
+            raise exc from None
+
+
+def _ranking(text: str) -> Metric:
+    try:
+        return RankingMetric(text)
+    except ValueError as exc:
+        if "count, not a per-sample score" in str(exc):
+            raise
+        raise UnknownMeasureError(REGISTRY.unknown_message(text)) from None
+
+
+by_name = resolve
+"""The name `resolve` had before the registry; kept for code written against it."""

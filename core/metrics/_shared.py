@@ -17,14 +17,10 @@ from typing import Any
 
 from ..engine import JudgeCall
 from ..judge import Message
+from ..prompts.answer_analyze import ANSWER_ANALYZE, AnswerAnalysis
 from ..prompts.base import PromptTemplate
 from ..prompts.context_assess import CONTEXT_ASSESS, ContextAssessment
-from ..prompts.faithfulness import (
-    ANSWER_ANALYZE,
-    FAITHFULNESS_VERIFY,
-    AnswerAnalysis,
-    ClaimVerdicts,
-)
+from ..prompts.faithfulness import FAITHFULNESS_VERIFY, ClaimVerdicts
 from ..results import Failure, FailureKind, Score, Usage
 from ..sample import Sample
 from .base import MetricContext, PlannedCall, usage_of
@@ -52,6 +48,18 @@ def versions(*templates: PromptTemplate) -> str:
 
 def prompt_chars(messages: Sequence[Message]) -> int:
     return sum(len(m.get("content", "")) for m in messages)
+
+
+def average_precision(useful: list[bool]) -> float:
+    """Rank-weighted precision of context precision (judged and offline alike):
+    Σ_k precision@k · v_k / Σ_k v_k over ranks k = 1..K; 0.0 when nothing is useful."""
+    hits = 0
+    total = 0.0
+    for k, v in enumerate(useful, start=1):
+        if v:
+            hits += 1
+            total += hits / k
+    return total / hits if hits else 0.0
 
 
 def planned(template: PromptTemplate, share_key: Any = None, **values: Any) -> PlannedCall:

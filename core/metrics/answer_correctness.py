@@ -26,8 +26,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..engine import EmbeddingFailed, JudgeCall
+from ..prompts.answer_analyze import ANSWER_ANALYZE
 from ..prompts.answer_correctness import ANSWER_CORRECTNESS_CLASSIFY, ClaimClassification
-from ..prompts.faithfulness import ANSWER_ANALYZE
 from ..results import FailureKind, Score, Usage
 from ..sample import Sample
 from ._shared import (
@@ -39,7 +39,7 @@ from ._shared import (
     planned,
     versions,
 )
-from .base import Metric, MetricContext, PlannedCall, usage_of
+from .base import Metric, MetricContext, PlannedCall, declare, usage_of
 
 __all__ = ["AnswerCorrectness", "f1_of"]
 
@@ -63,7 +63,7 @@ class AnswerCorrectness(Metric):
     def __repr__(self) -> str:
         return f"AnswerCorrectness(similarity_weight={self.similarity_weight!r})"
 
-    def plan(self, sample: Sample, shared_tags: frozenset[str] = frozenset()) -> list[PlannedCall]:
+    def _plan(self, sample: Sample, shared_tags: frozenset[str]) -> list[PlannedCall]:
         if not has_inputs(sample, self.requires):
             return []
         classify = planned(
@@ -154,3 +154,13 @@ class AnswerCorrectness(Metric):
             details=details,
             usage=usage,
         )
+
+
+declare(
+    AnswerCorrectness,
+    meaning="claim-level F1 of the answer against the reference (optionally with similarity)",
+    how="the answer's claims classified against the reference (TP / FP / FN)",
+    needs=("judge", "reference"),
+    judge_calls="2 (1 shared)",
+    edges={"no claims on either side": "failure no_claims"},
+)

@@ -20,12 +20,11 @@ so the engine repairs or retries it like an unparseable reply (``parse_error`` i
 from __future__ import annotations
 
 from ..engine import EmbeddingFailed
-from ..prompts.faithfulness import ANSWER_ANALYZE
+from ..prompts.answer_analyze import ANSWER_ANALYZE
 from ..results import FailureKind, Score
 from ..sample import Sample
-from . import offline
 from ._shared import analyze_answer, cosine, has_inputs, plan_analyze, versions
-from .base import Metric, MetricContext, PlannedCall, usage_of
+from .base import Metric, MetricContext, PlannedCall, declare, usage_of
 
 __all__ = ["AnswerRelevance"]
 
@@ -36,7 +35,6 @@ class AnswerRelevance(Metric):
     requires = ("question", "answer")
     needs_embedder = True
     prompt_version = versions(ANSWER_ANALYZE)
-    providers = ("llm", "offline")
 
     def __init__(self, provider: str = "llm") -> None:
         """``provider="offline"``: cosine(question, answer), noncommittal answers scoring 0."""
@@ -45,14 +43,10 @@ class AnswerRelevance(Metric):
     def __repr__(self) -> str:
         return f"AnswerRelevance(provider={self.provider!r})"
 
-    def plan(self, sample: Sample, shared_tags: frozenset[str] = frozenset()) -> list[PlannedCall]:
-        if self.provider != "llm":
-            return []
+    def _plan(self, sample: Sample, shared_tags: frozenset[str]) -> list[PlannedCall]:
         return [plan_analyze(sample)] if has_inputs(sample, self.requires) else []
 
     async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
-        if self.provider == "offline":
-            return await offline.answer_relevance(sample, ctx)
         call, owned = await analyze_answer(sample, ctx)
         usage = usage_of(call, owned=(owned,))
         if call.value is None:
@@ -95,3 +89,13 @@ class AnswerRelevance(Metric):
             },
             usage=usage,
         )
+
+
+declare(
+    AnswerRelevance,
+    meaning="whether the answer addresses the question that was asked",
+    how="questions generated from the answer, compared with the question by embeddings",
+    needs=("judge", "embedder"),
+    judge_calls="1, shared",
+    edges={"noncommittal answer": "0.0"},
+)

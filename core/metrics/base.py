@@ -5,6 +5,11 @@ the snake_case of its class), ``requires`` (Sample fields that must be present, 
 becomes ``Failure(missing_input)`` naming the field before any call is spent), ``provider``
 ("llm", "offline", ...: one measure, several providers) and ``async score(sample, ctx) -> Score``.
 
+Which provider computes a measure is looked up in `ragbridge.core.registry`, never branched on:
+a metric class scores its own way (usually the judge) in ``_score``, and any other registered
+provider of the measure is a function the metric hands itself to. The checks that belong to
+the measure (required fields, the edge policy in ``_edge``) run first, whoever computes.
+
 `MetricContext` is everything a metric may use for one sample: the judge and embedding engines
 and a per-sample memo, `MetricContext.shared`, through which metrics share sub-results. The claims
 of an answer are extracted once per sample even when Faithfulness, Hallucination and
@@ -26,10 +31,11 @@ from pydantic import BaseModel
 from ..engine import EmbeddingEngine, EmbeddingFailed, JudgeCall, JudgeEngine
 from ..judge import EntailmentModel
 from ..prompts import PromptTemplate
+from ..registry import REGISTRY, Compute, MeasureSpec, ProviderSpec, register_measure
 from ..results import Failure, FailureKind, Score, Usage
 from ..sample import Sample
 
-__all__ = ["Metric", "MetricContext", "PlannedCall", "snake_case"]
+__all__ = ["Metric", "MetricContext", "PlannedCall", "declare", "snake_case"]
 
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
@@ -110,25 +116,34 @@ class Metric:
     prompt_version: ClassVar[str | None] = None
     higher_is_better: ClassVar[bool] = True
     """False for measures of harm (hallucination): thresholds and gates then read as maxima."""
+    _provided: Compute | None = None
+    """The registered provider function scoring this metric; None: the class's own `_score`."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "name" not in cls.__dict__:
             cls.name = snake_case(cls.__name__)
 
-    providers: ClassVar[tuple[str, ...]] = ("llm",)
-    """The providers this measure has; the first is the default."""
+    @property
+    def providers(self) -> tuple[str, ...]:
+        """The providers this measure has in the registry; the first is the default."""
+        if self.name not in {m.name for m in REGISTRY.measures(plugins=False)}:
+            return (self.provider,)
+        return tuple(p.name for p in REGISTRY.providers(self.name))
 
     def _use_provider(self, provider: str) -> None:
-        """Select a provider and what it needs: a judge (llm), an embedder (offline), NLI (nli)."""
-        if provider not in self.providers:
-            known = ", ".join(repr(p) for p in self.providers)
-            raise ValueError(f"{type(self).__name__} has no provider {provider!r}; use {known}")
-        self.provider = provider
-        if provider != "llm":
-            self.needs_judge = False
-            self.needs_embedder = provider == "offline"
-            self.needs_nli = provider == "nli"
+        """Select a registered provider; what it needs (judge, embedder, NLI) comes with it."""
+        spec: ProviderSpec = REGISTRY.provider(self.name, provider)
+        self.provider = spec.name
+        self._provided = spec.compute
+        self.needs_judge = "judge" in spec.needs
+        self.needs_embedder = "embedder" in spec.needs
+        self.needs_nli = "nli" in spec.needs
+
+    @property
+    def own_provider(self) -> bool:
+        """True when the class itself scores (judge prompts, plans, shared judge tasks)."""
+        return self._provided is None
 
     async def score(self, sample: Sample, ctx: MetricContext) -> Score:
         started = time.perf_counter()
@@ -136,7 +151,12 @@ class Metric:
         if missing is not None:
             return self._stamp(Score(failure=missing), ctx, started)
         try:
-            score = await self._score(sample, ctx)
+            score = self._edge(sample)
+            if score is None:
+                if self._provided is None:
+                    score = await self._score(sample, ctx)
+                else:
+                    score = await self._provided(self, sample, ctx)
         except asyncio.CancelledError:
             raise
         except EmbeddingFailed as exc:  # already typed: timeout, rate_limited, cancelled, ...
@@ -145,6 +165,11 @@ class Metric:
             failure = Failure(kind=FailureKind.JUDGE_ERROR, message=f"{type(exc).__name__}: {exc}")
             score = Score(failure=failure)
         return self._stamp(score, ctx, started)
+
+    def _edge(self, sample: Sample) -> Score | None:
+        """The measure's answer for an edge case every provider shares (an abstaining answer,
+        no contexts), or None to let the provider score. Runs after `missing_input`."""
+        return None
 
     async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
         raise NotImplementedError
@@ -176,6 +201,11 @@ class Metric:
 
     def plan(self, sample: Sample, shared_tags: frozenset[str] = frozenset()) -> list[PlannedCall]:
         """The judge calls `score` would make for ``sample`` (for the dry-run estimate)."""
+        if not self.own_provider or self._edge(sample) is not None:
+            return []
+        return self._plan(sample, shared_tags)
+
+    def _plan(self, sample: Sample, shared_tags: frozenset[str]) -> list[PlannedCall]:
         return []
 
     def share_tags(self) -> frozenset[str]:
@@ -185,6 +215,9 @@ class Metric:
         both declare ``context.assess``), the runner tells them through
         `MetricContext.shared_tags`, and they answer from one combined call instead of two.
         """
+        return self._share_tags() if self.own_provider else frozenset()
+
+    def _share_tags(self) -> frozenset[str]:
         return frozenset()
 
     def _stamp(self, score: Score, ctx: MetricContext, started: float) -> Score:
@@ -205,6 +238,38 @@ class Metric:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+def declare(
+    cls: type[Metric],
+    *,
+    meaning: str,
+    how: str,
+    needs: tuple[str, ...] = (),
+    judge_calls: str = "0",
+    edges: dict[str, str] | None = None,
+    kind: str = "judge",
+) -> MeasureSpec:
+    """Register ``cls`` as a measure, and the way the class itself scores as its default
+    provider (named ``cls.provider``). Name, ``requires`` and direction come from the class, so
+    they are written once; other providers of the measure register against it by name."""
+    own = ProviderSpec(
+        measure=cls.name,
+        name=cls.provider,
+        how=how,
+        needs=frozenset(needs),
+        judge_calls=judge_calls,
+    )
+    measure = MeasureSpec(
+        name=cls.name,
+        meaning=meaning,
+        requires=cls.requires,
+        higher_is_better=cls.higher_is_better,
+        edges=edges or {},
+        kind=kind,
+        factory=cls,
+    )
+    return register_measure(measure, default=own)
 
 
 def _nonblank(value: str | list[Any]) -> bool:

@@ -35,29 +35,19 @@ from ..prompts.context_precision import (
 )
 from ..results import Failure, FailureKind, Score
 from ..sample import Sample
-from . import offline
 from ._shared import (
     ASSESS_TAG,
     assess_contexts,
+    average_precision,
     has_inputs,
     plan_assess,
     planned,
     versions,
 )
-from .base import Metric, MetricContext, PlannedCall, usage_of
+from .base import Metric, MetricContext, PlannedCall, declare, usage_of
+from .offline.matching import DEFAULT_RELEVANCE, OfflineSettings
 
 __all__ = ["ContextPrecision", "average_precision"]
-
-
-def average_precision(useful: list[bool]) -> float:
-    """Σ_k precision@k · v_k / Σ_k v_k over ranks k = 1..K; 0.0 when nothing is useful."""
-    hits = 0
-    total = 0.0
-    for k, v in enumerate(useful, start=1):
-        if v:
-            hits += 1
-            total += hits / k
-    return total / hits if hits else 0.0
 
 
 class ContextPrecision(Metric):
@@ -66,28 +56,24 @@ class ContextPrecision(Metric):
     requires = ("question", "contexts")
     prompt_version = versions(CONTEXT_PRECISION_WITH_REFERENCE, CONTEXT_PRECISION_WITH_ANSWER)
 
-    providers = ("llm", "offline")
-
     def __init__(
         self,
         use_reference: bool | None = None,
         provider: str = "llm",
         *,
-        relevance: float = offline.DEFAULT_RELEVANCE,
+        relevance: float = DEFAULT_RELEVANCE,
     ) -> None:
         """``provider="offline"``: question-context cosine per context (useful when it reaches
         ``relevance``), then the same rank-aware AP; no reference or answer is needed."""
         self._use_provider(provider)
-        self.settings = offline.OfflineSettings(relevance=relevance)
+        self.settings = OfflineSettings(relevance=relevance)
         self.use_reference = use_reference
 
     def __repr__(self) -> str:
         return f"ContextPrecision(use_reference={self.use_reference!r}, provider={self.provider!r})"
 
-    def share_tags(self) -> frozenset[str]:
-        if self.use_reference is False or self.provider != "llm":
-            return frozenset()
-        return frozenset({ASSESS_TAG})
+    def _share_tags(self) -> frozenset[str]:
+        return frozenset() if self.use_reference is False else frozenset({ASSESS_TAG})
 
     def _target(self, sample: Sample) -> tuple[PromptTemplate, str, str] | None:
         """(template, field name, text) of what usefulness is judged against, or None."""
@@ -106,7 +92,7 @@ class ContextPrecision(Metric):
 
     def missing_input(self, sample: Sample, ctx: MetricContext) -> Failure | None:
         failure = super().missing_input(sample, ctx)
-        if failure is not None or self.provider == "offline" or self._target(sample) is not None:
+        if failure is not None or not self.own_provider or self._target(sample) is not None:
             return failure
         wanted = {True: "'reference'", False: "'answer'", None: "'reference' or 'answer'"}
         return Failure(
@@ -114,9 +100,9 @@ class ContextPrecision(Metric):
             message=f"{self.name} needs the sample's {wanted[self.use_reference]}, which is empty",
         )
 
-    def plan(self, sample: Sample, shared_tags: frozenset[str] = frozenset()) -> list[PlannedCall]:
+    def _plan(self, sample: Sample, shared_tags: frozenset[str]) -> list[PlannedCall]:
         target = self._target(sample)
-        if self.provider != "llm" or target is None or not has_inputs(sample, self.requires):
+        if target is None or not has_inputs(sample, self.requires):
             return []
         template, name, text = target
         if name == "reference" and ASSESS_TAG in shared_tags:
@@ -125,8 +111,6 @@ class ContextPrecision(Metric):
         return [planned(template, contexts=[c.text for c in sample.contexts], **values)]
 
     async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
-        if self.provider == "offline":
-            return await offline.context_precision(sample, ctx, self.settings)
         target = self._target(sample)
         assert target is not None  # missing_input ran first
         template, name, text = target
@@ -182,3 +166,13 @@ class ContextPrecision(Metric):
             details={"judged_against": name, "contexts": details},
             **stamp,
         )
+
+
+declare(
+    ContextPrecision,
+    meaning="whether the useful contexts are ranked at the top (rank-weighted precision)",
+    how="one call judges every context useful or not for the reference (else the answer)",
+    needs=("judge",),
+    judge_calls="1 (shared with context_recall)",
+    edges={"no reference": "judged against the answer", "no useful context": "0.0"},
+)

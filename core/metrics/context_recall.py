@@ -26,7 +26,6 @@ from ..prompts.context_recall import (
 )
 from ..results import FailureKind, Score
 from ..sample import Sample
-from . import offline
 from ._shared import (
     ASSESS_TAG,
     assess_contexts,
@@ -36,7 +35,8 @@ from ._shared import (
     planned,
     versions,
 )
-from .base import Metric, MetricContext, PlannedCall, usage_of
+from .base import Metric, MetricContext, PlannedCall, declare, usage_of
+from .offline.matching import DEFAULT_SIMILARITY, OfflineSettings
 
 __all__ = ["ContextRecall"]
 
@@ -47,23 +47,19 @@ class ContextRecall(Metric):
     requires = ("question", "reference")
     prompt_version = versions(CONTEXT_RECALL_ATTRIBUTE)
 
-    providers = ("llm", "offline")
-
-    def __init__(
-        self, provider: str = "llm", *, similarity: float = offline.DEFAULT_SIMILARITY
-    ) -> None:
+    def __init__(self, provider: str = "llm", *, similarity: float = DEFAULT_SIMILARITY) -> None:
         """``provider="offline"``: reference sentences attributed by the offline matcher."""
         self._use_provider(provider)
-        self.settings = offline.OfflineSettings(similarity=similarity)
+        self.settings = OfflineSettings(similarity=similarity)
 
     def __repr__(self) -> str:
         return f"ContextRecall(provider={self.provider!r})"
 
-    def share_tags(self) -> frozenset[str]:
-        return frozenset({ASSESS_TAG}) if self.provider == "llm" else frozenset()
+    def _share_tags(self) -> frozenset[str]:
+        return frozenset({ASSESS_TAG})
 
-    def plan(self, sample: Sample, shared_tags: frozenset[str] = frozenset()) -> list[PlannedCall]:
-        if self.provider != "llm" or not has_inputs(sample, self.requires) or not sample.contexts:
+    def _plan(self, sample: Sample, shared_tags: frozenset[str]) -> list[PlannedCall]:
+        if not has_inputs(sample, self.requires):
             return []
         if ASSESS_TAG in shared_tags:
             return [plan_assess(sample)]
@@ -76,15 +72,16 @@ class ContextRecall(Metric):
             )
         ]
 
+    def _edge(self, sample: Sample) -> Score | None:
+        if sample.contexts:
+            return None
+        return Score(
+            value=0.0,
+            reason="no contexts were retrieved, so nothing of the reference is recalled",
+            details={"statements": []},
+        )
+
     async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
-        if self.provider == "offline" and sample.contexts:
-            return await offline.context_recall(sample, ctx, self.settings)
-        if not sample.contexts:
-            return Score(
-                value=0.0,
-                reason="no contexts were retrieved, so nothing of the reference is recalled",
-                details={"statements": []},
-            )
         texts = [c.text for c in sample.contexts]
         template = CONTEXT_RECALL_ATTRIBUTE
         found: list[StatementAttribution]
@@ -138,3 +135,13 @@ class ContextRecall(Metric):
             usage=usage,
             prompt_version=versions(template),
         )
+
+
+declare(
+    ContextRecall,
+    meaning="share of the reference's statements found in the retrieved contexts",
+    how="one call splits the reference into statements and attributes each to a context",
+    needs=("judge", "reference"),
+    judge_calls="1 (shared with context_precision)",
+    edges={"no contexts": "0.0", "no statements": "failure no_claims"},
+)

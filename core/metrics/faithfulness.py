@@ -28,11 +28,11 @@ Edge policy, chosen so no case is silently scored:
 
 from __future__ import annotations
 
-from ..prompts.faithfulness import ANSWER_ANALYZE, FAITHFULNESS_VERIFY
+from ..prompts.answer_analyze import ANSWER_ANALYZE
+from ..prompts.faithfulness import FAITHFULNESS_VERIFY
 from ..results import Score
 from ..sample import Sample
 from ..text import abstention
-from . import offline
 from ._shared import (
     ClaimCheck,
     check_claims,
@@ -41,64 +41,55 @@ from ._shared import (
     plan_verify,
     versions,
 )
-from .base import Metric, MetricContext, PlannedCall
-from .nli import DEFAULT_ENTAILMENT, nli_faithfulness, nli_hallucination
+from .base import Metric, MetricContext, PlannedCall, declare
+from .nli import DEFAULT_ENTAILMENT
+from .offline.matching import DEFAULT_SIMILARITY, OfflineSettings
 
 __all__ = ["Faithfulness", "Hallucination"]
 
 
 class _ClaimMetric(Metric):
-    """Shared by Faithfulness and Hallucination: one claim analysis, three providers.
+    """Shared by Faithfulness and Hallucination: one claim analysis, any registered provider.
 
     ``provider="llm"`` (default) uses the judge; ``"offline"`` the sentence-embedding matcher of
     `ragbridge.core.metrics.offline` (``similarity`` threshold); ``"nli"`` an entailment model
-    (``entailment`` threshold; see `ragbridge.core.metrics.nli`).
+    (``entailment`` threshold; see `ragbridge.core.metrics.nli`); any other provider registered
+    for the measure (`ragbridge metrics` lists them).
     """
 
     requires = ("answer",)
     prompt_version = versions(ANSWER_ANALYZE, FAITHFULNESS_VERIFY)
-    providers = ("llm", "offline", "nli")
 
     def __init__(
         self,
         provider: str = "llm",
         *,
-        similarity: float = offline.DEFAULT_SIMILARITY,
+        similarity: float = DEFAULT_SIMILARITY,
         entailment: float = DEFAULT_ENTAILMENT,
     ) -> None:
         self._use_provider(provider)
         for arg, value in (("similarity", similarity), ("entailment", entailment)):
             if isinstance(value, bool) or not 0.0 <= float(value) <= 1.0:
                 raise ValueError(f"{arg} threshold must lie in [0, 1], got {value!r}")
-        self.settings = offline.OfflineSettings(similarity=similarity)
+        self.settings = OfflineSettings(similarity=similarity)
         self.entailment = float(entailment)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(provider={self.provider!r})"
 
-    def plan(self, sample: Sample, shared_tags: frozenset[str] = frozenset()) -> list[PlannedCall]:
-        if self.provider != "llm" or not has_inputs(sample, self.requires):
-            return []
-        if abstention(sample.answer) is not None:
+    def _plan(self, sample: Sample, shared_tags: frozenset[str]) -> list[PlannedCall]:
+        if not has_inputs(sample, self.requires):
             return []
         calls = [plan_analyze(sample)]
         if sample.contexts:
             calls.append(plan_verify(sample))
         return calls
 
+    def _edge(self, sample: Sample) -> Score | None:
+        declined = abstention(sample.answer) if sample.answer else None
+        return None if declined is None else Score.skip(abstention_reason(declined))
+
     async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
-        declined = abstention(sample.answer)
-        if declined is not None:
-            return Score.skip(abstention_reason(declined))
-        hallucination = isinstance(self, Hallucination)
-        if self.provider == "offline":
-            return await offline.faithfulness(
-                sample, ctx, self.settings, hallucination=hallucination
-            )
-        if self.provider == "nli":
-            if hallucination:
-                return await nli_hallucination(sample, ctx)
-            return await nli_faithfulness(sample, ctx, self.entailment)
         check = await check_claims(sample, ctx)
         if check.failure is not None:
             return check.failed()
@@ -170,3 +161,26 @@ class Hallucination(_ClaimMetric):
                 f"{check.count('unsupported')} unsupported)"
             )
         return Score(value=bad / total, reason=reason, details=_details(check), usage=check.usage)
+
+
+_CLAIM_EDGES = {
+    "no claims": "failure no_claims (RAGAS: NaN; DeepEval: 1.0)",
+    "no contexts": "every claim unsupported",
+    "abstention": "skipped with the reason",
+}
+declare(
+    Faithfulness,
+    meaning="share of the answer's claims that the retrieved contexts support",
+    how="the judge splits the answer into claims, then verifies them against the contexts",
+    needs=("judge",),
+    judge_calls="2, shared",
+    edges={**_CLAIM_EDGES, "no contexts": "0.0 (every claim unsupported)"},
+)
+declare(
+    Hallucination,
+    meaning="share of the answer's claims the contexts contradict or leave unsupported",
+    how="the same claims and verdicts as faithfulness, counted the other way",
+    needs=("judge",),
+    judge_calls="2, shared",
+    edges={**_CLAIM_EDGES, "no contexts": "1.0 (every claim unsupported)"},
+)

@@ -30,7 +30,7 @@ from ..prompts.graders import (
 from ..results import Score
 from ..sample import Sample
 from ._shared import has_inputs, planned, versions
-from .base import Metric, MetricContext, PlannedCall, usage_of
+from .base import Metric, MetricContext, PlannedCall, declare, usage_of
 
 __all__ = ["Correctness", "DocumentRelevance", "Groundedness", "Helpfulness"]
 
@@ -49,7 +49,7 @@ class _Grader(Metric):
                 values[name] = getattr(sample, name) or ""
         return values
 
-    def plan(self, sample: Sample, shared_tags: frozenset[str] = frozenset()) -> list[PlannedCall]:
+    def _plan(self, sample: Sample, shared_tags: frozenset[str]) -> list[PlannedCall]:
         if not has_inputs(sample, self.requires):
             return []
         if "contexts" in self.template.variables and not sample.contexts:
@@ -110,3 +110,19 @@ class DocumentRelevance(_Grader):
     requires = ("question", "contexts")
     template = GRADER_DOCUMENT_RELEVANCE
     prompt_version = versions(GRADER_DOCUMENT_RELEVANCE)
+
+
+for _grader, _meaning in (
+    (Correctness, "whether the answer agrees with the reference on every fact it states (0 or 1)"),
+    (Helpfulness, "whether the answer addresses the question and helps the asker (0 or 1)"),
+    (Groundedness, "whether every fact of the answer is backed by the contexts (0 or 1)"),
+    (DocumentRelevance, "whether the retrieved contexts relate to the question (0 or 1)"),
+):
+    declare(
+        _grader,
+        meaning=_meaning,
+        how=f"one binary grading call ({_grader.template.id})",
+        needs=("judge", "reference") if "reference" in _grader.requires else ("judge",),
+        judge_calls="1",
+        edges={"no contexts": "0.0"} if _grader is Groundedness else {},
+    )

@@ -22,10 +22,11 @@ built (``Hallucination(provider="nli")``, ``by_name("hallucination:nli")``, a CL
 from __future__ import annotations
 
 from ..judge import EntailmentModel
+from ..registry import register_provider
 from ..results import FailureKind, Score
 from ..sample import Sample
 from ..text import sentences
-from .base import MetricContext
+from .base import Metric, MetricContext
 
 __all__ = ["DEFAULT_ENTAILMENT", "detects_contradiction", "nli_faithfulness", "nli_hallucination"]
 
@@ -73,7 +74,15 @@ async def _matrix(
     return claims, rows
 
 
-async def nli_faithfulness(sample: Sample, ctx: MetricContext, threshold: float) -> Score:
+@register_provider(
+    "faithfulness",
+    "nli",
+    how="each answer sentence's best entailment probability over the contexts (MNLI model)",
+    needs=["nli"],
+    extra="nli",
+)
+async def nli_faithfulness(metric: Metric, sample: Sample, ctx: MetricContext) -> Score:
+    threshold = float(getattr(metric, "entailment", DEFAULT_ENTAILMENT))
     found = await _matrix(sample, ctx)
     if isinstance(found, Score):
         return found
@@ -104,7 +113,14 @@ async def nli_faithfulness(sample: Sample, ctx: MetricContext, threshold: float)
     )
 
 
-async def nli_hallucination(sample: Sample, ctx: MetricContext) -> Score:
+@register_provider(
+    "hallucination",
+    "nli",
+    how="mean over answer sentences of the highest contradiction probability (3-label MNLI)",
+    needs=["nli"],
+    extra="nli",
+)
+async def nli_hallucination(metric: Metric, sample: Sample, ctx: MetricContext) -> Score:
     if ctx.nli is not None and detects_contradiction(ctx.nli) is False:
         return _two_label_failure(ctx.nli)
     found = await _matrix(sample, ctx)

@@ -1,0 +1,59 @@
+"""``ragbridge metrics``: every measure and every provider that computes it, from the registry.
+
+One row per measure × provider: what the provider needs (judge, embedder, NLI model, reference,
+relevance labels), its judge calls per sample, and the measure's one-line definition. The table is
+read from `ragbridge.core.registry` (plugins included), so it cannot drift from what
+``--metrics`` accepts. ``--markdown`` prints the table the docs hold; ``--json`` one object per row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli.errors import EXIT_OK
+
+KINDS = ("judge", "string", "ranking")
+
+
+def register(sub: Any) -> None:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "metrics",
+        help="list every measure, its providers and what each needs",
+        description="List every measure × provider: needs, judge calls per sample, meaning.",
+    )
+    parser.add_argument("--kind", choices=KINDS, help="only measures of this kind")
+    shape = parser.add_mutually_exclusive_group()
+    shape.add_argument("--markdown", action="store_true", help="a Markdown table")
+    shape.add_argument("--json", action="store_true", help="one JSON object per line")
+    parser.set_defaults(handler=run_metrics)
+
+
+def run_metrics(args: argparse.Namespace) -> int:
+    from ragbridge.core import metrics  # noqa: F401  (registers the built-in measures)
+    from ragbridge.core.registry import REGISTRY
+
+    if args.markdown:
+        console.say(REGISTRY.markdown().rstrip("\n"))
+        return EXIT_OK
+    rows = [r for r in REGISTRY.rows() if args.kind is None or r["kind"] == args.kind]
+    if args.json:
+        console.say(*(json.dumps(r, ensure_ascii=False) for r in rows))
+        return EXIT_OK
+    columns = ("name", "needs", "judge calls", "meaning")
+    cells = [
+        (f"{r['measure']}:{r['provider']}", r["needs"], r["judge calls"], r["meaning"])
+        for r in rows
+    ]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns[:-1])]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, [*widths, 0], strict=True)).rstrip()]
+    for row in cells:
+        lines.append("  ".join(v.ljust(w) for v, w in zip(row, [*widths, 0], strict=True)).rstrip())
+    for problem in REGISTRY.plugin_errors:
+        console.note(f"a provider plugin failed to load: {problem}")
+    for spec in REGISTRY.dangling():
+        console.note(f"provider {spec.key} is registered for a measure that does not exist")
+    console.say(*lines)
+    return EXIT_OK

@@ -1,0 +1,53 @@
+"""The offline provider: the RAG measures without an LLM, from embeddings and string checks.
+
+No usable LLM runs offline on a laptop or in CI (see the integration notes), so the offline path
+approximates each judge task with a sentence-embedding matcher plus exact checks where
+embeddings are known to be blind (`matching`):
+
+* **claim support** (faithfulness, hallucination, context recall): a sentence is supported when
+  its best cosine similarity to a context sentence reaches ``similarity`` AND every number and
+  name in it (`ragbridge.core.text.salient`) occurs in the contexts. Embeddings rate "paid 1,200"
+  and "paid 2,100" as near-identical; the exact check catches that.
+* **relevance** (answer relevance, context precision): cosine similarity to the question.
+
+One module per measure; each registers its function as the measure's ``offline`` provider
+(`ragbridge.core.registry`), and two measures exist only here (`AnswerSimilarity`,
+`ContextUsage`). The thresholds are parameters; the defaults were calibrated on the FaithBench
+dev sample (`benchmarks/offline_calibration.py`). What this provider is for, and what not: the
+README.
+"""
+
+from __future__ import annotations
+
+from .answer_relevance import score_answer_relevance
+from .answer_similarity import AnswerSimilarity
+from .context_precision import score_context_precision
+from .context_recall import score_context_recall
+from .context_usage import ContextUsage
+from .faithfulness import score_faithfulness, score_hallucination
+from .matching import (
+    DEFAULT_RELEVANCE,
+    DEFAULT_SIMILARITY,
+    OfflineSettings,
+    Support,
+    is_noncommittal,
+    match_sentences,
+    shortlist,
+)
+
+__all__ = [
+    "DEFAULT_RELEVANCE",
+    "DEFAULT_SIMILARITY",
+    "AnswerSimilarity",
+    "ContextUsage",
+    "OfflineSettings",
+    "Support",
+    "is_noncommittal",
+    "match_sentences",
+    "score_answer_relevance",
+    "score_context_precision",
+    "score_context_recall",
+    "score_faithfulness",
+    "score_hallucination",
+    "shortlist",
+]

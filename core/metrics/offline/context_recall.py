@@ -1,0 +1,41 @@
+"""``context_recall:offline``: reference sentences attributed to the contexts by the offline
+matcher (`match_sentences`)."""
+
+from __future__ import annotations
+
+from ...registry import register_provider
+from ...results import FailureKind, Score
+from ...sample import Sample
+from ...text import sentences
+from ..base import Metric, MetricContext
+from .matching import OfflineSettings, match_sentences
+
+__all__ = ["score_context_recall"]
+
+
+@register_provider(
+    "context_recall",
+    "offline",
+    how="reference sentences matched to context sentences (embeddings + exact names and numbers)",
+    needs=["embedder", "reference"],
+)
+async def score_context_recall(metric: Metric, sample: Sample, ctx: MetricContext) -> Score:
+    settings: OfflineSettings = getattr(metric, "settings", OfflineSettings())
+    statements = sentences(sample.reference or "")
+    if not statements:
+        return Score.fail(FailureKind.NO_CLAIMS, "the reference has no sentence to attribute")
+    checks = await match_sentences(
+        statements,
+        [c.text for c in sample.contexts],
+        ctx,
+        settings.similarity,
+        candidates=settings.candidates,
+    )
+    attributed = sum(c.supported for c in checks)
+    details = {
+        "statements": [{**c.detail(), "attributed": c.supported} for c in checks],
+        "attributed": attributed,
+        "total": len(checks),
+    }
+    reason = f"{attributed} of {len(checks)} reference sentences found in the contexts"
+    return Score(value=attributed / len(checks), reason=reason, details=details)

@@ -1,0 +1,52 @@
+"""ContextUsage: how much of the answer's wording comes from the contexts."""
+
+from __future__ import annotations
+
+from ...results import FailureKind, Score
+from ...sample import Sample
+from ...text import content_words
+from ..base import Metric, MetricContext, declare
+
+__all__ = ["ContextUsage"]
+
+
+class ContextUsage(Metric):
+    """How much of the answer's wording comes from the contexts.
+
+    ``value`` = overlap rate = share of the answer's content words (stop words removed) that
+    occur in the contexts; ``details["novel_rate"]`` = 1 − overlap: words the answer brought in
+    itself. A high novel rate flags answers written from the model's memory rather than the
+    retrieved text — a cue, not a verdict (paraphrase is novel too).
+    """
+
+    requires = ("answer",)
+    needs_judge = False
+    provider = "offline"
+
+    async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
+        answer_words = content_words(sample.answer or "")
+        if not answer_words:
+            return Score.fail(FailureKind.NO_CLAIMS, "the answer has no content words")
+        pool = {w for c in sample.contexts for w in content_words(c.text)}
+        used = sum(1 for w in answer_words if w in pool)
+        overlap = used / len(answer_words)
+        novel = sorted({w for w in answer_words if w not in pool})
+        return Score(
+            value=overlap,
+            reason=f"{overlap:.0%} of the answer's content words occur in the contexts",
+            details={
+                "overlap_rate": round(overlap, 4),
+                "novel_rate": round(1.0 - overlap, 4),
+                "novel_words": novel[:50],
+                "content_words": len(answer_words),
+            },
+        )
+
+
+declare(
+    ContextUsage,
+    how="share of content words found in the contexts",
+    needs=(),
+    meaning="share of the answer's content words that occur in the contexts",
+    edges={"no content words": "failure no_claims", "no contexts": "0.0"},
+)
