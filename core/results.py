@@ -38,6 +38,8 @@ from pydantic import (
 )
 
 from .files import atomic_write
+from .tally import MetricSummary, Tally
+from .usage import Usage
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -82,35 +84,6 @@ class Failure(BaseModel):
 
     kind: FailureKind
     message: str
-
-
-class Usage(BaseModel):
-    """Judge calls and tokens a cell cost; ``cached_calls`` counts calls answered from cache.
-
-    Usage adds up (``a + b``, and ``sum(usages, Usage())``) so a column or a whole run can
-    publish what it spent.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    calls: int = Field(default=0, ge=0)
-    cached_calls: int = Field(default=0, ge=0)
-    prompt_tokens: int = Field(default=0, ge=0)
-    completion_tokens: int = Field(default=0, ge=0)
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    def __add__(self, other: Usage) -> Usage:
-        if not isinstance(other, Usage):
-            return NotImplemented
-        return Usage(
-            calls=self.calls + other.calls,
-            cached_calls=self.cached_calls + other.cached_calls,
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-        )
 
 
 class _NotPlain(Exception):
@@ -254,27 +227,6 @@ class EvaluationRow(NamedTuple):
     sample_id: str
     metric: str
     score: Score
-
-
-class MetricSummary(BaseModel):
-    """A metric's column in brief: mean with a bootstrap CI, and counts by status.
-
-    ``mean`` is over scored cells only (``None`` when none was scored); ``ci_low``/``ci_high`` are
-    ``None`` with fewer than two scored cells, where a bootstrap says nothing.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    metric: str
-    mean: float | None
-    ci_low: float | None
-    ci_high: float | None
-    n_scored: int
-    n_failed: int
-    n_skipped: int
-    failures_by_kind: dict[str, int]
-    confidence: float
-    usage: Usage
 
 
 class _CellLine(BaseModel):
@@ -455,8 +407,6 @@ class Evaluation:
 
         Computed by `ragbridge.core.tally.Tally`, as for a run whose cells were streamed.
         """
-        from .tally import Tally
-
         tally = Tally()
         for metric in self._metrics:
             for sample_id, score in self.column(metric).items():

@@ -13,13 +13,40 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
 from . import stats
-from .results import MetricSummary, Score, Usage
+from .usage import Usage
 
-__all__ = ["ColumnTally", "Tally"]
+if TYPE_CHECKING:
+    from .results import Score
+
+__all__ = ["ColumnTally", "MetricSummary", "Tally"]
+
+
+class MetricSummary(BaseModel):
+    """A metric's column in brief: mean with a bootstrap CI, and counts by status.
+
+    ``mean`` is over scored cells only (``None`` when none was scored); ``ci_low``/``ci_high`` are
+    ``None`` with fewer than two scored cells, where a bootstrap says nothing.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    metric: str
+    mean: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n_scored: int
+    n_failed: int
+    n_skipped: int
+    failures_by_kind: dict[str, int]
+    confidence: float
+    usage: Usage
+
 
 #: Distinct failure messages remembered per metric and kind; past it only counts grow, so a run
 #: whose every failure message differs (ids in the text) stays bounded.

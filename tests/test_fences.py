@@ -95,3 +95,60 @@ def test_evaluate_is_the_function_even_after_its_module_is_imported() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "True"]
+
+
+def _imported(node: ast.AST, package: list[str], modules: set[str]) -> set[str]:
+    """Core modules ``node`` imports at any depth (a function-level import still runs), except
+    under ``if TYPE_CHECKING:``."""
+    if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        children: list[ast.AST] = list(node.orelse)
+    else:
+        children = list(ast.iter_child_nodes(node))
+    found: set[str] = set()
+    if isinstance(node, ast.ImportFrom):
+        base = package[: len(package) - node.level + 1] if node.level else []
+        target = ".".join([*base, *([node.module] if node.module else [])])
+        for alias in node.names:
+            child = f"{target}.{alias.name}"
+            found.add(child if child in modules else target)
+    elif isinstance(node, ast.Import):
+        found.update(alias.name for alias in node.names)
+    for child in children:
+        found |= _imported(child, package, modules)
+    return {m for m in found if m in modules}
+
+
+def _core_imports() -> dict[str, set[str]]:
+    """Each core module's imports of other core modules."""
+    root = ROOT / "core"
+    modules = {}
+    for path in root.rglob("*.py"):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join(["ragbridge.core", *parts])] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        tree = ast.parse(path.read_text())
+        graph[name] = _imported(tree, package, set(modules)) - {name}
+    return graph
+
+
+def test_core_has_no_import_loop() -> None:
+    """A loop makes import order matter and hides layering mistakes; issue 14 removed the two
+    there were (results <-> tally, metrics.context_precision <-> metrics.offline)."""
+    graph = _core_imports()
+    assert graph["ragbridge.core.metrics.offline.context_precision"]  # the walk sees imports
+    loops = []
+    for start in graph:
+        stack, seen = [(start, [start])], set()
+        while stack:
+            node, path = stack.pop()
+            for nxt in graph[node]:
+                if nxt == start:
+                    loops.append(" -> ".join([*path, nxt]))
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, [*path, nxt]))
+    assert loops == []
