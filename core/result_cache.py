@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
+import inspect
 import json
 import sys
 import threading
@@ -69,28 +70,38 @@ def _core_digest() -> str:
     return digest.hexdigest()
 
 
-_DIGESTS: dict[type[Metric], str | None] = {}
+_DIGESTS: dict[tuple[type[Metric], str | None], str | None] = {}
 
 
-def code_digest(cls: type[Metric]) -> str | None:
+def code_digest(cls: type[Metric], provided: object = None) -> str | None:
     """Digest of the code that decides ``cls``'s Scores, or None when it cannot be read.
 
     That is the whole of ``ragbridge.core`` plus the module of every class in ``cls``'s MRO
-    that lives elsewhere (a metric defined in an adapter or in the user's code). Read once per
-    class and process: an edit takes effect in the next process, as an edit of code does.
+    that lives elsewhere (a metric defined in an adapter or in the user's code), and the module
+    of the registered provider function ``provided`` when it lives elsewhere (a plugin's
+    provider of a core measure). Read once per class, provider module and process: an edit
+    takes effect in the next process, as an edit of code does.
     """
-    if cls not in _DIGESTS:
-        _DIGESTS[cls] = _digest_of(cls)
-    return _DIGESTS[cls]
+    module = getattr(provided, "__module__", None)
+    if module is not None and _in_core(module):
+        module = None
+    key = (cls, module)
+    if key not in _DIGESTS:
+        modules = [klass.__module__ for klass in cls.__mro__]
+        _DIGESTS[key] = _digest_of([*modules, *([module] if module else [])])
+    return _DIGESTS[key]
 
 
-def _digest_of(cls: type[Metric]) -> str | None:
+def _in_core(module: str) -> bool:
+    core = __name__.rsplit(".", 1)[0]
+    return module == core or module.startswith(core + ".")
+
+
+def _digest_of(modules: Sequence[str]) -> str | None:
     try:
         digest = hashlib.sha256(_core_digest().encode())
-        core = __name__.rsplit(".", 1)[0]
-        for klass in cls.__mro__:
-            module = klass.__module__
-            if module == "builtins" or module == core or module.startswith(core + "."):
+        for module in dict.fromkeys(modules):
+            if module == "builtins" or _in_core(module):
                 continue
             source = getattr(sys.modules.get(module), "__file__", None)
             if not source:
@@ -102,8 +113,16 @@ def _digest_of(cls: type[Metric]) -> str | None:
 
 
 def _config_text(metric: Metric) -> str | None:
-    text = repr(sorted((name, repr(value)) for name, value in vars(metric).items()))
+    """The metric's configuration as text; a function (its provider) by its qualified name."""
+    items = sorted((name, _describe(value)) for name, value in vars(metric).items())
+    text = repr(items)
     return None if " at 0x" in text else text
+
+
+def _describe(value: object) -> str:
+    if inspect.isfunction(value) or inspect.ismethod(value):
+        return f"{value.__module__}.{value.__qualname__}"
+    return repr(value)
 
 
 class ResultReuse:
@@ -133,7 +152,7 @@ class ResultReuse:
         for metric in metrics:
             if not (metric.needs_judge or metric.needs_embedder or metric.needs_nli):
                 continue
-            code = code_digest(type(metric))
+            code = code_digest(type(metric), getattr(metric, "_provided", None))
             config = _config_text(metric)
             if code is None or config is None:
                 continue

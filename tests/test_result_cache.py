@@ -267,3 +267,49 @@ def test_prune_old_prompts_removes_results_of_other_code(tmp_path: Path) -> None
     assert main(["cache", str(db), "prune", "--old-prompts"]) == 0
     with Cache(db) as cache:
         assert cache.result_codes() == {result_cache.code_digest(Faithfulness): 9}
+
+
+def test_registered_providers_are_reused_too(tmp_path: Path) -> None:
+    """A provider is a function the metric holds; its address must not make the configuration
+    look unrepeatable (before: offline and NLI Scores were never kept, silently)."""
+    db = tmp_path / "c.sqlite"
+    names = ["faithfulness:offline", "context_recall:offline", "answer_relevance:offline"]
+    run(db, None, names)
+    again = run(db, None, names)
+    assert again.metadata["results_reused"] == {"hits": 9, "misses": 0}
+
+
+def test_a_plugins_provider_module_is_part_of_the_code_digest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Editing a provider that lives outside the core misses, as editing a metric class does."""
+    from ragbridge.core.registry import REGISTRY
+
+    source = tmp_path / "my_provider.py"
+    text = textwrap.dedent(
+        """
+        from ragbridge.core.registry import register_provider
+        from ragbridge.core.results import Score
+
+        @register_provider("faithfulness", "mine", how="a plugin")
+        async def mine(metric, sample, ctx):
+            return Score(value=VALUE)
+        """
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    source.write_text(text.replace("VALUE", "1.0"))
+    module = importlib.import_module("my_provider")
+    try:
+        first = result_cache.code_digest(Faithfulness, module.mine)
+        assert first is not None
+        assert first != result_cache.code_digest(Faithfulness)
+        assert result_cache.code_digest(Faithfulness, Faithfulness._score) == (
+            result_cache.code_digest(Faithfulness)
+        )  # a core provider is covered by the core's digest already
+        source.write_text(text.replace("VALUE", "0.5"))
+        result_cache._DIGESTS.clear()
+        assert result_cache.code_digest(Faithfulness, module.mine) != first
+    finally:
+        REGISTRY.remove_provider("faithfulness", "mine")
+        sys.modules.pop("my_provider", None)
+        result_cache._DIGESTS.clear()
