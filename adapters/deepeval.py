@@ -67,16 +67,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
+from typing_extensions import Unpack
 
 from ragbridge.adapters._frameworks import quiet_frameworks
-from ragbridge.core.cache import Cache, open_cache
-from ragbridge.core.engine import EmbeddingEngine, JudgeEngine, cost_of
-from ragbridge.core.judge import Embedder, EntailmentModel, Judge, Message
+from ragbridge.core.engine import JudgeEngine, cost_of
+from ragbridge.core.judge import Judge, Message
 from ragbridge.core.metrics.base import Metric
 from ragbridge.core.results import Failure, FailureKind, Score, Usage
-from ragbridge.core.runner import resolve_metrics, run_sync
+from ragbridge.core.runner import build_engines, resolve_metrics, run_sync
 from ragbridge.core.sample import Sample
 from ragbridge.core.scoring import Scorer, explain
+from ragbridge.core.settings import Settings, SettingsOptions
 
 INSTALL_HINT = 'pip install "ragbridge[deepeval]"'
 """What to run when the ``deepeval`` extra is missing."""
@@ -437,27 +438,23 @@ class RagbridgeMetric(BaseMetric):  # type: ignore[no-untyped-call]
 
     Every constructor argument is kept under its own name because DeepEval's ``evaluate``
     copies metrics by calling the class again with them; copies share one `Scorer` (its judge
-    engine and cache).
+    engine and cache). How models are called is ``settings=`` or its fields as keywords
+    (``judge=``, ``cache=``, ``price=``, ...), as for `ragbridge.core.evaluate`.
     """
 
     def __init__(
         self,
         metric: Metric | str,
         *,
-        judge: Judge | JudgeEngine | None = None,
-        embedder: Embedder | EmbeddingEngine | None = None,
-        nli: EntailmentModel | None = None,
-        cache: str | os.PathLike[str] | Cache | None = None,
         threshold: float = 0.5,
         include_reason: bool = True,
         strict_mode: bool = False,
         async_mode: bool = True,
         verbose_mode: bool = False,
-        max_concurrency: int = 8,
-        timeout: float | None = 60.0,
-        max_retries: int = 4,
         scorer: Scorer | None = None,
         contexts_from: ContextsFrom = "auto",
+        settings: Settings | None = None,
+        **options: Unpack[SettingsOptions],
     ) -> None:
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must lie within [0, 1], got {threshold!r}")
@@ -469,26 +466,11 @@ class RagbridgeMetric(BaseMetric):  # type: ignore[no-untyped-call]
         resolved = metric if isinstance(metric, Metric) else resolve_metrics([metric])[0]
         self.metric = resolved
         if scorer is None:
-            scorer = Scorer(
-                [resolved],
-                judge=judge,
-                embedder=embedder,
-                nli=nli,
-                cache=cache,
-                max_concurrency=max_concurrency,
-                timeout=timeout,
-                max_retries=max_retries,
-            )
+            scorer = Scorer([resolved], settings=settings, **options)
         elif scorer.names != [resolved.name]:
             raise ValueError(f"scorer scores {scorer.names}, not [{resolved.name!r}]")
         self.scorer = scorer
-        self.judge = judge
-        self.embedder = embedder
-        self.nli = nli
-        self.cache = cache
-        self.max_concurrency = max_concurrency
-        self.timeout = timeout
-        self.max_retries = max_retries
+        self.settings = scorer.settings  # kept by this name: DeepEval copies metrics by it
         self.higher_is_better = type(resolved).higher_is_better
         self.threshold = (1.0 if self.higher_is_better else 0.0) if strict_mode else threshold
         self.include_reason = include_reason
@@ -575,19 +557,14 @@ class RagbridgeMetric(BaseMetric):  # type: ignore[no-untyped-call]
 def as_deepeval_metric(
     metric: Metric | str,
     *,
-    judge: Judge | JudgeEngine | None = None,
-    embedder: Embedder | EmbeddingEngine | None = None,
-    nli: EntailmentModel | None = None,
-    cache: str | os.PathLike[str] | Cache | None = None,
     threshold: float = 0.5,
     include_reason: bool = True,
     strict_mode: bool = False,
     async_mode: bool = True,
     verbose_mode: bool = False,
-    max_concurrency: int = 8,
-    timeout: float | None = 60.0,
-    max_retries: int = 4,
     contexts_from: ContextsFrom = "auto",
+    settings: Settings | None = None,
+    **options: Unpack[SettingsOptions],
 ) -> RagbridgeMetric:
     """A DeepEval metric scoring ``metric`` (an object or a name like ``"faithfulness:offline"``).
 
@@ -600,19 +577,14 @@ def as_deepeval_metric(
     """
     return RagbridgeMetric(
         metric,
-        judge=judge,
-        embedder=embedder,
-        nli=nli,
-        cache=cache,
         threshold=threshold,
         include_reason=include_reason,
         strict_mode=strict_mode,
         async_mode=async_mode,
         verbose_mode=verbose_mode,
-        max_concurrency=max_concurrency,
-        timeout=timeout,
-        max_retries=max_retries,
         contexts_from=contexts_from,
+        settings=settings,
+        **options,
     )
 
 
@@ -635,7 +607,8 @@ class DeepEvalJudge(DeepEvalBaseLLM):  # type: ignore[no-untyped-call]
     """A DeepEval model backed by a ragbridge `Judge` (or a pre-built `JudgeEngine`).
 
     DeepEval's own metrics then run on the same judge as ragbridge's, through the ragbridge
-    cache: ``FaithfulnessMetric(model=DeepEvalJudge(judge, cache="cache.sqlite"))``. With a
+    cache: ``FaithfulnessMetric(model=DeepEvalJudge(judge, cache="cache.sqlite"))`` (any
+    `Settings` field, or ``settings=``, says how the judge is called). With a
     pydantic ``schema`` the reply is validated (with ragbridge's repair and retries) and the
     instance returned; without one the text is returned. ``usage`` adds up what was spent.
     """
@@ -644,23 +617,18 @@ class DeepEvalJudge(DeepEvalBaseLLM):  # type: ignore[no-untyped-call]
         self,
         judge: Judge | JudgeEngine,
         *,
-        cache: str | os.PathLike[str] | Cache | None = None,
-        max_concurrency: int = 8,
-        timeout: float | None = 60.0,
-        max_retries: int = 4,
+        settings: Settings | None = None,
+        **options: Unpack[SettingsOptions],
     ) -> None:
+        config = Settings.of(settings, options)
         if isinstance(judge, JudgeEngine):
-            if cache is not None:
+            if config.cache is not None:
                 raise ValueError("pass the cache to the JudgeEngine, not to DeepEvalJudge")
             self.engine = judge
         else:
-            self.engine = JudgeEngine(
-                judge,
-                cache=open_cache(cache),
-                max_concurrency=max_concurrency,
-                timeout=timeout,
-                max_retries=max_retries,
-            )
+            engine = build_engines(config.replace(judge=judge), []).judge
+            assert engine is not None
+            self.engine = engine
         self.usage = Usage()
         self._lock = threading.Lock()
         super().__init__(model=self.engine.model)

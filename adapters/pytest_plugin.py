@@ -23,7 +23,6 @@ message says so; a measure that exists only as a judge measure raises ValueError
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -31,11 +30,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 
 if TYPE_CHECKING:
-    from ragbridge.core.engine import EmbeddingEngine, JudgeEngine
-    from ragbridge.core.judge import Embedder, EntailmentModel, Judge
+    from typing_extensions import Unpack
+
     from ragbridge.core.metrics.base import Metric
     from ragbridge.core.results import Score
     from ragbridge.core.sample import Sample
+    from ragbridge.core.settings import Settings, SettingsOptions
 
 __all__ = ["RagAssertionError", "assert_rag"]
 
@@ -56,28 +56,30 @@ def assert_rag(
     metrics: Iterable[Metric | str],
     thresholds: Mapping[str, float] | float = 0.5,
     *,
-    judge: Judge | JudgeEngine | None = None,
-    embedder: Embedder | EmbeddingEngine | None = None,
-    nli: EntailmentModel | None = None,
-    cache: str | os.PathLike[str] | None = None,
+    settings: Settings | None = None,
+    **options: Unpack[SettingsOptions],
 ) -> dict[str, Score]:
     """Score ``metrics`` on ``sample`` and raise `RagAssertionError` if any misses its threshold.
 
     ``thresholds`` is one number for every metric or a mapping by metric name; metrics absent
     from the mapping are scored and reported but not asserted. Returns the scores when all pass.
+    ``settings`` (or its fields as keywords: ``judge=``, ``embedder=``, ``cache=``, ...) mean
+    what they mean for `ragbridge.core.evaluate`.
     """
     __tracebackhide__ = True
     from ragbridge.adapters.cli.metric_names import JudgeOnlyError, choose_without_judge
     from ragbridge.core.scoring import Scorer
+    from ragbridge.core.settings import Settings
 
+    config = Settings.of(settings, options)
     try:
-        choice = choose_without_judge(metrics, have_judge=judge is not None)
+        choice = choose_without_judge(metrics, have_judge=config.judge is not None)
     except JudgeOnlyError as exc:
         raise ValueError(
             f"{', '.join(exc.names)} {'needs' if len(exc.names) == 1 else 'need'} a judge and "
             "no offline provider exists: pass judge=..."
         ) from None
-    scorer = Scorer(choice.metrics, judge=judge, embedder=embedder, nli=nli, cache=cache)
+    scorer = Scorer(choice.metrics, settings=config)
     if isinstance(thresholds, Mapping):
         unknown = sorted(set(thresholds) - set(scorer.names))
         if unknown:

@@ -21,21 +21,22 @@ import asyncio
 import collections
 import concurrent.futures
 import importlib
-import os
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from typing_extensions import Unpack
+
 from .cache import Cache, open_cache
 from .engine import EmbeddingEngine, JudgeEngine, Price, cost_of
 from .id_check import IdCheck, note_id_warnings
-from .judge import Embedder, EntailmentModel, Judge
+from .judge import Embedder
 from .limits import Slots
 from .metrics.base import Metric, MetricContext
 from .result_cache import ResultReuse, score_sample
 from .results import Evaluation, Score, Usage
 from .sample import Sample
-from .settings import Settings
+from .settings import Settings, SettingsOptions
 
 T = TypeVar("T")
 
@@ -116,31 +117,14 @@ async def aevaluate(
     metrics: Iterable[Metric | str],
     *,
     settings: Settings | None = None,
-    judge: Judge | JudgeEngine | None = None,
-    embedder: Embedder | EmbeddingEngine | None = None,
-    nli: EntailmentModel | None = None,
-    cache: str | os.PathLike[str] | Cache | None = None,
-    max_concurrency: int = 8,
-    timeout: float | None = 60.0,
-    max_retries: int = 4,
-    price: Price | None = None,
     progress: Progress | None = None,
     window: int | None = None,
     on_result: OnResult | None = None,
     keep: bool = True,
+    **options: Unpack[SettingsOptions],
 ) -> Evaluation:
     """Score every metric on every sample; see `evaluate` for the arguments."""
-    config = Settings.merged(
-        settings,
-        judge=judge,
-        embedder=embedder,
-        nli=nli,
-        cache=cache,
-        max_concurrency=max_concurrency,
-        timeout=timeout,
-        max_retries=max_retries,
-        price=price,
-    )
+    config = Settings.of(settings, options)
     resolved = resolve_metrics(metrics)
     engines = build_engines(config, resolved)
     engine, embed_engine = engines.judge, engines.embedder
@@ -190,27 +174,19 @@ def evaluate(
     metrics: Iterable[Metric | str],
     *,
     settings: Settings | None = None,
-    judge: Judge | JudgeEngine | None = None,
-    embedder: Embedder | EmbeddingEngine | None = None,
-    nli: EntailmentModel | None = None,
-    cache: str | os.PathLike[str] | Cache | None = None,
-    max_concurrency: int = 8,
-    timeout: float | None = 60.0,
-    max_retries: int = 4,
-    price: Price | None = None,
     progress: Progress | None = None,
     window: int | None = None,
     on_result: OnResult | None = None,
     keep: bool = True,
+    **options: Unpack[SettingsOptions],
 ) -> Evaluation:
     """Score ``metrics`` on ``samples`` and return the sample × metric `Evaluation`.
 
     ``metrics`` are `Metric` objects or names (``"faithfulness"``, ``"recall@5"``). How models
-    are called is one `Settings` value (``settings=Settings(judge=..., timeout=10)``); the
-    keyword arguments ``judge``, ``embedder``, ``nli``, ``cache``, ``max_concurrency``,
-    ``timeout``, ``max_retries`` and ``price`` are the older spelling of the same fields (giving
-    one both ways is an error). ``judge`` and ``embedder`` are protocol implementations (or
-    pre-built engines); offline-provider metrics given no embedder use
+    are called is one `Settings` value (``settings=Settings(judge=..., timeout=10)``), or its
+    fields as keyword arguments (`SettingsOptions`; giving one both ways is an error).
+    ``judge`` and ``embedder`` are protocol implementations (or pre-built engines);
+    offline-provider metrics given no embedder use
     `ragbridge.adapters.local.LocalEmbedder` (the ``local`` extra), and ``nli`` is the
     `EntailmentModel` of the ``nli`` provider. ``cache`` is an SQLite path, a `Cache`, or None.
     ``max_concurrency`` caps provider calls in flight (judge and embedder together);
@@ -231,15 +207,7 @@ def evaluate(
     coro = aevaluate(
         samples,
         metrics,
-        settings=settings,
-        judge=judge,
-        embedder=embedder,
-        nli=nli,
-        cache=cache,
-        max_concurrency=max_concurrency,
-        timeout=timeout,
-        max_retries=max_retries,
-        price=price,
+        settings=Settings.of(settings, options),
         progress=progress,
         window=window,
         on_result=on_result,

@@ -1,9 +1,10 @@
 """`Settings`: everything a run needs besides the samples and the metrics, in one value.
 
-`evaluate`, `aevaluate` and `Scorer` take ``settings=Settings(...)``; their older keyword
-arguments (``judge=``, ``max_concurrency=``, ...) keep working and build the same value. One
-frozen object rather than a dozen parameters per entry point, so a new knob (``stop_after``)
-reaches every entry point at once, a CLI can build it from its flags, and a run can record it.
+Every entry point that calls models (`evaluate`, `aevaluate`, `Scorer`, each framework sink,
+the command line) takes ``settings=Settings(...)``, or the same fields as keyword arguments
+(``judge=``, ``max_concurrency=``, ...), typed once by `SettingsOptions`. One frozen object
+rather than a dozen parameters per entry point, so a new knob is added here, in the dataclass
+and in `SettingsOptions` (a test keeps the two equal), and reaches every entry point at once.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ import os
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from typing_extensions import TypedDict
+
 from .cache import Cache
 from .engine import EmbeddingEngine, JudgeEngine, Price
 from .judge import Embedder, EntailmentModel, Judge
 
-__all__ = ["Settings"]
+__all__ = ["Settings", "SettingsOptions"]
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,11 @@ class Settings:
             )
         return settings
 
+    @classmethod
+    def of(cls, settings: Settings | None, options: SettingsOptions) -> Settings:
+        """What an entry point taking ``settings=`` and ``**options`` runs with (`merged`)."""
+        return cls.merged(settings, **options)
+
     def replace(self, **changes: Any) -> Settings:
         """A copy with ``changes`` (``dataclasses.replace``)."""
         return replace(self, **changes)
@@ -107,3 +115,21 @@ def _same(value: Any, default: Any) -> bool:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return isinstance(default, (int, float)) and value == default
     return False
+
+
+class SettingsOptions(TypedDict, total=False):
+    """The fields of `Settings` as keyword arguments: ``**options: Unpack[SettingsOptions]``.
+
+    What an entry point accepts besides ``settings=``, typed for the caller's editor and mypy.
+    """
+
+    judge: Judge | JudgeEngine | None
+    embedder: Embedder | EmbeddingEngine | None
+    nli: EntailmentModel | None
+    cache: str | os.PathLike[str] | Cache | None
+    max_concurrency: int
+    timeout: float | None
+    max_retries: int
+    price: Price | None
+    stop_after: int
+    reuse_results: bool

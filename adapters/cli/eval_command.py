@@ -39,6 +39,7 @@ from ragbridge.adapters.cli.options import (
     read_samples,
     scan_samples,
     self_judging_warning,
+    settings_from,
     split_names,
     summary_lines,
 )
@@ -195,13 +196,7 @@ def score(
         return evaluate(
             samples,
             plan.metrics,
-            judge=plan.judge,
-            embedder=plan.embedder,
-            nli=plan.nli,
-            cache=args.cache,
-            max_concurrency=args.concurrency,
-            timeout=args.timeout,
-            max_retries=args.max_retries,
+            **settings_from(args, judge=plan.judge, embedder=plan.embedder, nli=plan.nli),
             progress=advance,
             on_result=on_result,
             keep=on_result is None,

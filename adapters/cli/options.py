@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from ragbridge.core.metrics.base import Metric
     from ragbridge.core.results import Evaluation
     from ragbridge.core.sample import Sample
+    from ragbridge.core.settings import SettingsOptions
     from ragbridge.core.tally import Tally
 
 __all__ = [
@@ -145,6 +146,26 @@ def add_scoring_options(
         help="exit 1 when more than this share of a metric's non-skipped cells failed "
         f"(default {DEFAULT_MAX_FAILED_SHARE}); a metric whose every cell failed always fails",
     )
+
+
+def settings_from(
+    args: argparse.Namespace,
+    *,
+    judge: Judge | None = None,
+    embedder: Embedder | None = None,
+    nli: EntailmentModel | None = None,
+) -> SettingsOptions:
+    """The `Settings` fields the model flags (``--cache``, ``--concurrency``, ``--timeout``,
+    ``--max-retries``) and the built models give; every command passes them on as they are."""
+    return {
+        "judge": judge,
+        "embedder": embedder,
+        "nli": nli,
+        "cache": getattr(args, "cache", None),
+        "max_concurrency": args.concurrency,
+        "timeout": args.timeout,
+        "max_retries": args.max_retries,
+    }
 
 
 def _positive_int(text: str) -> int:
