@@ -2,9 +2,18 @@
 
 `evaluate` owns a whole run; framework sinks (a LangSmith evaluator, a DeepEval metric, a
 LlamaIndex evaluator, a pytest assertion) are instead handed one record at a time by someone
-else's loop. `Scorer` is built once per sink with the metrics, judge, embedder and cache, and
-keeps one `JudgeEngine` for all the records it sees, so the cache, the shared sub-results
-between metrics and the usage accounting behave exactly as in `evaluate`.
+else's loop. `Scorer` is built once per sink with the metrics and the `Settings`, and keeps one
+`JudgeEngine` for all the records it sees, so the cache, the shared sub-results between metrics
+and the usage accounting behave exactly as in `evaluate`.
+
+Sinks often ask for one metric of a record at a time (one LlamaIndex evaluator per metric, one
+LangSmith evaluator per feedback key), from several threads or event loops. ``ascore(sample,
+only=[...], key=...)`` serves them all from one mechanism: the calls for one record share a
+`MetricContext` (the claims extracted for faithfulness serve hallucination asked for later), a
+metric is computed at most once per record whoever asks and from wherever (a
+`concurrent.futures.Future` per record and metric, awaited from any loop or thread), and the
+records kept are bounded (least recently used first out; a record is dropped once every metric
+was asked for, unless the Scorer keeps every record for a sink that reads them back).
 
 `explain` turns a `Score` into the few lines a person reads in a framework's UI or a failed
 test: the reason, then each claim, statement or context with its verdict.
@@ -12,29 +21,33 @@ test: the reason, then each claim, statement or context with its verdict.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Mapping
+import asyncio
+import concurrent.futures
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from .cache import Cache
-from .engine import EmbeddingEngine, JudgeEngine, Price
+from typing_extensions import Unpack
+
 from .id_check import IdCheck
-from .judge import Embedder, EntailmentModel, Judge
 from .metrics.base import Metric, MetricContext
 from .result_cache import score_sample
 from .results import Score
 from .runner import build_engines, resolve_metrics, run_sync, shared_tags
 from .sample import Sample
-from .settings import Settings
+from .settings import Settings, SettingsOptions
 
-__all__ = ["Scorer", "explain", "run_sync"]
+__all__ = ["Scorer", "explain", "fingerprint", "run_sync"]
 
 
 class Scorer:
     """Scores a fixed set of metrics on one `Sample` per call, sync or async.
 
     ``metrics`` are `Metric` objects or names (``"faithfulness"``, ``"faithfulness:offline"``,
-    ``"recall@5"``); ``settings`` (or the older keyword arguments) mean what they mean in
+    ``"recall@5"``); ``settings`` (or its fields as keyword arguments) mean what they mean in
     `ragbridge.core.evaluate`.
     The judge engine is built once, so its in-flight cap holds across concurrent async calls
     on one event loop and its cache serves every record.
@@ -45,26 +58,17 @@ class Scorer:
         metrics: Iterable[Metric | str],
         *,
         settings: Settings | None = None,
-        judge: Judge | JudgeEngine | None = None,
-        embedder: Embedder | EmbeddingEngine | None = None,
-        nli: EntailmentModel | None = None,
-        cache: str | os.PathLike[str] | Cache | None = None,
-        max_concurrency: int = 8,
-        timeout: float | None = 60.0,
-        max_retries: int = 4,
-        price: Price | None = None,
+        records: int | None = 256,
+        **options: Unpack[SettingsOptions],
     ) -> None:
-        self.settings = Settings.merged(
-            settings,
-            judge=judge,
-            embedder=embedder,
-            nli=nli,
-            cache=cache,
-            max_concurrency=max_concurrency,
-            timeout=timeout,
-            max_retries=max_retries,
-            price=price,
-        )
+        """``records``: how many records' shared sub-results and scores are kept for calls
+        that name a ``key`` or ``only`` some metrics (None: all, until `forget`)."""
+        if records is not None and (isinstance(records, bool) or records < 1):
+            raise ValueError(f"records must be a positive int or None, got {records!r}")
+        self.settings = Settings.of(settings, options)
+        self.records = records
+        self._records: OrderedDict[Hashable, _Record] = OrderedDict()
+        self._lock = threading.Lock()
         self.metrics: list[Metric] = resolve_metrics(metrics)
         names = [m.name for m in self.metrics]
         if len(set(names)) != len(names):
@@ -93,16 +97,120 @@ class Scorer:
     def names(self) -> list[str]:
         return [m.name for m in self.metrics]
 
-    async def ascore(self, sample: Sample) -> dict[str, Score]:
-        """Every metric on ``sample``, keyed by metric name. Never raises for a judge problem."""
+    async def ascore(
+        self,
+        sample: Sample,
+        *,
+        only: Iterable[str] | None = None,
+        key: Hashable | None = None,
+    ) -> dict[str, Score]:
+        """The metrics on ``sample`` (all, or ``only`` these names), keyed by metric name.
+
+        Never raises for a judge problem. With ``only`` or ``key`` the call joins the record
+        ``key`` (default: the sample's content): metrics already scored for it, or being scored
+        by another thread or event loop, are not scored again, and sub-results are shared.
+        """
         if not isinstance(sample, Sample):
             raise TypeError(f"expected a Sample, got {type(sample).__name__}")
-        ctx = MetricContext(
+        if only is None and key is None:
+            ctx = self._context()
+            scores = await score_sample(sample, self.metrics, ctx, self._reuse)
+            self.id_check.add_scores(sample.id, scores)
+            return dict(zip(self.names, scores, strict=True))
+        names = self.names if only is None else self._known(only)
+        return await self._record_scores(sample, names, fingerprint(sample) if key is None else key)
+
+    def score(
+        self,
+        sample: Sample,
+        *,
+        only: Iterable[str] | None = None,
+        key: Hashable | None = None,
+    ) -> dict[str, Score]:
+        """The sync form; safe to call from inside a running event loop (e.g. Jupyter)."""
+        return run_sync(self.ascore(sample, only=only, key=key))
+
+    def forget(self, key: Hashable | None = None) -> None:
+        """Drop the kept record ``key`` (None: every record); the judge cache is kept."""
+        with self._lock:
+            if key is None:
+                self._records.clear()
+            else:
+                self._records.pop(key, None)
+
+    def _context(self) -> MetricContext:
+        return MetricContext(
             judge=self.judge, embedder=self.embedder, nli=self.nli, shared_tags=self._tags
         )
-        scores = await score_sample(sample, self.metrics, ctx, self._reuse)
-        self.id_check.add_scores(sample.id, scores)
-        return dict(zip(self.names, scores, strict=True))
+
+    def _known(self, only: Iterable[str]) -> list[str]:
+        names = list(dict.fromkeys(only))
+        unknown = [n for n in names if n not in self.names]
+        if unknown:
+            raise ValueError(f"not scored here: {', '.join(unknown)} (metrics: {self.names})")
+        return names
+
+    async def _record_scores(
+        self, sample: Sample, names: list[str], key: Hashable
+    ) -> dict[str, Score]:
+        with self._lock:
+            record = self._records.get(key)
+            if record is None:
+                # One context for the record, whichever thread or loop asks: its sub-results
+                # are awaitable from any loop (`MetricContext.shared`).
+                record = self._records[key] = _Record(self._context())
+            self._records.move_to_end(key)
+            mine = [n for n in names if n not in record.futures]
+            for name in mine:
+                record.futures[name] = concurrent.futures.Future()
+            futures = {n: record.futures[n] for n in names}
+            record.asked.update(names)
+            ctx = record.ctx
+            self._evict()
+        if mine:
+            await self._compute(sample, mine, ctx, futures, record, key)
+        scores = {n: await asyncio.wrap_future(futures[n]) for n in names}
+        with self._lock:
+            done = all(f.done() for f in record.futures.values())
+            complete = done and record.asked >= set(self.names)
+            if self.records is not None and complete and self._records.get(key) is record:
+                del self._records[key]
+        return scores
+
+    async def _compute(
+        self,
+        sample: Sample,
+        names: list[str],
+        ctx: MetricContext,
+        futures: dict[str, concurrent.futures.Future[Score]],
+        record: _Record,
+        key: Hashable,
+    ) -> None:
+        metrics = [m for m in self.metrics if m.name in names]
+        try:
+            scores = await score_sample(sample, metrics, ctx, self._reuse)
+        except BaseException as exc:  # cancelled: whoever asks next computes it again
+            with self._lock:
+                for metric in metrics:
+                    record.futures.pop(metric.name, None)
+            for metric in metrics:
+                futures[metric.name].set_exception(exc)
+            raise
+        # Run-level: do ids match labels? Keyed by record, as sinks' samples often share an id.
+        self.id_check.add_scores(str(key), scores)
+        for metric, score in zip(metrics, scores, strict=True):
+            futures[metric.name].set_result(score)
+
+    def _evict(self) -> None:
+        if self.records is None:
+            return
+        while len(self._records) > self.records:
+            self._records.popitem(last=False)
+
+    @property
+    def kept(self) -> int:
+        """Records whose sub-results and scores are kept now."""
+        return len(self._records)
 
     @property
     def warnings(self) -> list[str]:
@@ -110,9 +218,21 @@ class Scorer:
         found = self.id_check.warning()
         return [] if found is None else [found]
 
-    def score(self, sample: Sample) -> dict[str, Score]:
-        """The sync form; safe to call from inside a running event loop (e.g. Jupyter)."""
-        return run_sync(self.ascore(sample))
+
+def fingerprint(sample: Sample) -> str:
+    """What a record is when a sink gives no key: everything a metric reads (the id and the
+    metadata do not change a score)."""
+    text = sample.model_dump_json(exclude={"id", "metadata"})
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(eq=False)
+class _Record:
+    """One record's shared sub-results and its scores, one future per metric."""
+
+    ctx: MetricContext
+    futures: dict[str, concurrent.futures.Future[Score]] = field(default_factory=dict)
+    asked: set[str] = field(default_factory=set)
 
 
 _ITEM_KEYS = ("claims", "statements", "contexts")

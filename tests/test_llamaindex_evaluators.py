@@ -324,7 +324,7 @@ def test_shared_evaluators_cost_what_one_scorer_costs() -> None:
     for name in names:
         (result,) = results[name]
         assert result.score == direct[name].value
-    assert len(group["faithfulness"]._group) == 0  # every metric took its score: memo emptied
+    assert group["faithfulness"].scorer.kept == 0  # every metric took its score: record dropped
 
     separate_judge = CountingJudge()
     for name in names:
@@ -352,11 +352,11 @@ def test_shared_memo_carries_finished_work_across_event_loops() -> None:
 
 def test_memo_is_bounded() -> None:
     group = evaluators_for(["faithfulness", "hallucination"], judge=CountingJudge())
-    shared = group["faithfulness"]._group
-    shared.memo_size = 3
+    shared = group["faithfulness"].scorer
+    shared.records = 3
     for i in range(6):
         group["faithfulness"].evaluate(query=f"q{i}", response=SAMPLE_A, contexts=SAMPLE_C)
-    assert len(shared) == 3
+    assert shared.kept == 3
 
 
 def test_batch_eval_runner_over_a_real_query_engine(short_engine: Any) -> None:

@@ -56,21 +56,19 @@ Importing this module without langsmith raises ImportError naming the extra:
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
+from typing_extensions import Unpack
 
-from ragbridge.core.cache import Cache
-from ragbridge.core.engine import EmbeddingEngine, JudgeEngine
-from ragbridge.core.judge import Embedder, EntailmentModel, Judge
 from ragbridge.core.metrics.base import Metric
 from ragbridge.core.results import Failure, FailureKind, Score
+from ragbridge.core.runner import run_sync
 from ragbridge.core.sample import Context, Sample
 from ragbridge.core.scoring import Scorer, explain
+from ragbridge.core.settings import Settings, SettingsOptions
 from ragbridge.core.stats import mean_ci
 
 from .runs import (
@@ -380,10 +378,6 @@ class RagbridgeEvaluators:
         self,
         metrics: Iterable[Metric | str],
         *,
-        judge: Judge | JudgeEngine | None = None,
-        embedder: Embedder | EmbeddingEngine | None = None,
-        nli: EntailmentModel | None = None,
-        cache: str | os.PathLike[str] | Cache | None = None,
         question_key: FieldSpec = None,
         answer_key: FieldSpec = None,
         contexts_from: FieldSpec = None,
@@ -392,20 +386,11 @@ class RagbridgeEvaluators:
         relevance_key: FieldSpec = None,
         sample_from: Callable[[Any, Any], Sample] | None = None,
         keys: Mapping[str, str] | None = None,
-        max_concurrency: int = 8,
-        timeout: float | None = 60.0,
-        max_retries: int = 4,
+        settings: Settings | None = None,
+        **options: Unpack[SettingsOptions],
     ) -> None:
-        self.scorer = Scorer(
-            metrics,
-            judge=judge,
-            embedder=embedder,
-            nli=nli,
-            cache=cache,
-            max_concurrency=max_concurrency,
-            timeout=timeout,
-            max_retries=max_retries,
-        )
+        # Every run's scores are kept (records=None): the summary evaluators read them back.
+        self.scorer = Scorer(metrics, settings=settings, records=None, **options)
         self.metrics = list(self.scorer.names)
         unknown = sorted(set(keys or {}) - set(self.metrics))
         if unknown:
@@ -430,9 +415,6 @@ class RagbridgeEvaluators:
             relevance=_spec("relevance_key", relevance_key, RELEVANCE_KEYS),
         )
         self.sample_from = sample_from
-        self._outcomes: dict[str, _Outcome] = {}
-        self._locks: dict[str, threading.Lock] = {}
-        self._guard = threading.Lock()
 
     # ----------------------------------------------------------------- run → sample
 
@@ -526,38 +508,19 @@ class RagbridgeEvaluators:
 
     # ----------------------------------------------------------------- scoring, once per run
 
-    def _lock(self, key: str) -> threading.Lock:
-        with self._guard:
-            return self._locks.setdefault(key, threading.Lock())
-
     def outcome(self, run: Any, example: Any = None) -> _Outcome:
         """Every metric on ``run``, scored once per run id (sync; loop-safe)."""
-        key = str(_get(run, "id"))
-        with self._lock(key):
-            done = self._outcomes.get(key)
-            if done is None:
-                prepared = self._prepare(run, example)
-                if isinstance(prepared, _Outcome):
-                    done = prepared
-                else:
-                    sample, notes = prepared
-                    done = self._finish(sample, notes, self.scorer.score(sample))
-                self._outcomes[key] = done
-            return done
+        return run_sync(self.aoutcome(run, example))
 
     async def aoutcome(self, run: Any, example: Any = None) -> _Outcome:
-        """The async form of `outcome`, for ``langsmith.aevaluate``."""
-        key = str(_get(run, "id"))
-        done = self._outcomes.get(key)
-        if done is None:
-            prepared = self._prepare(run, example)
-            if isinstance(prepared, _Outcome):
-                done = prepared
-            else:
-                sample, notes = prepared
-                done = self._finish(sample, notes, await self.scorer.ascore(sample))
-            done = self._outcomes.setdefault(key, done)
-        return done
+        """The async form of `outcome`, for ``langsmith.aevaluate``. The Scorer keeps each run
+        id's scores, and computes them once however many evaluators, threads or loops ask."""
+        prepared = self._prepare(run, example)
+        if isinstance(prepared, _Outcome):
+            return prepared
+        sample, notes = prepared
+        scores = await self.scorer.ascore(sample, key=("run", str(_get(run, "id"))))
+        return self._finish(sample, notes, scores)
 
     def scores(self, run: Any, example: Any = None) -> dict[str, Score]:
         """The `Score` of every metric on ``run`` (computed now, or remembered)."""
@@ -565,9 +528,7 @@ class RagbridgeEvaluators:
 
     def forget(self) -> None:
         """Drop the remembered per-run scores (the judge cache, if any, is kept)."""
-        with self._guard:
-            self._outcomes.clear()
-            self._locks.clear()
+        self.scorer.forget()
 
     # ----------------------------------------------------------------- langsmith objects
 
@@ -780,10 +741,6 @@ class RagbridgeSummaryEvaluator:
 def evaluators(
     metrics: Iterable[Metric | str],
     *,
-    judge: Judge | JudgeEngine | None = None,
-    embedder: Embedder | EmbeddingEngine | None = None,
-    nli: EntailmentModel | None = None,
-    cache: str | os.PathLike[str] | Cache | None = None,
     question_key: FieldSpec = None,
     answer_key: FieldSpec = None,
     contexts_from: FieldSpec = None,
@@ -793,16 +750,15 @@ def evaluators(
     sample_from: Callable[[Any, Any], Sample] | None = None,
     keys: Mapping[str, str] | None = None,
     combined: bool = False,
-    max_concurrency: int = 8,
-    timeout: float | None = 60.0,
-    max_retries: int = 4,
+    settings: Settings | None = None,
+    **options: Unpack[SettingsOptions],
 ) -> list[RagbridgeRunEvaluator]:
     """ragbridge metrics as evaluators for ``langsmith.evaluate`` / ``langsmith.aevaluate``.
 
     ``metrics`` are names (``"faithfulness"``, ``"answer_relevance:offline"``, ``"recall@5"``)
-    or `Metric` objects; ``judge``, ``embedder``, ``nli``, ``cache``, ``max_concurrency``,
-    ``timeout`` and ``max_retries`` mean what they mean for `ragbridge.core.scoring.Scorer`
-    (one is built here and shared by all returned evaluators).
+    or `Metric` objects; ``settings`` (or its fields as keyword arguments: ``judge``,
+    ``embedder``, ``cache``, ``price``, ...) mean what they mean for `ragbridge.core.evaluate`
+    (one `Scorer` is built here and shared by all returned evaluators).
 
     Field overrides (a key name, key names tried in order, or ``(run, example) -> value``):
     ``question_key`` (run inputs), ``answer_key`` (run outputs), ``contexts_from`` (run outputs;
@@ -816,10 +772,6 @@ def evaluators(
     """
     suite = RagbridgeEvaluators(
         metrics,
-        judge=judge,
-        embedder=embedder,
-        nli=nli,
-        cache=cache,
         question_key=question_key,
         answer_key=answer_key,
         contexts_from=contexts_from,
@@ -828,9 +780,8 @@ def evaluators(
         relevance_key=relevance_key,
         sample_from=sample_from,
         keys=keys,
-        max_concurrency=max_concurrency,
-        timeout=timeout,
-        max_retries=max_retries,
+        settings=settings,
+        **options,
     )
     return suite.evaluators(combined=combined)
 

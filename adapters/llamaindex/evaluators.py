@@ -6,17 +6,15 @@ Why it looks the way it does:
   evaluator per measure (``BatchEvalRunner(evaluators={"faithfulness": ..., ...})``), but
   ragbridge's claim metrics share work: faithfulness, hallucination and answer relevance read
   the same extracted claims. `evaluators_for` therefore builds one `Scorer` (one judge engine,
-  cache and concurrency cap) for several evaluators, plus a *per-sample memo*: the evaluators
-  of one sample score through one `MetricContext`, so each shared sub-result (claim
-  extraction, claim verification, the combined context assessment) is computed once, exactly
-  as in `ragbridge.core.evaluate`. The memo is lazy: an evaluator only runs its own metric,
-  so a group costs what the metrics actually asked for — never more judge calls than
-  `Scorer(all metrics)` on that sample, and fewer than separate evaluators (which repeat the
-  shared calls, or at best hit the cache *after* the first finished; under
-  ``BatchEvalRunner`` they run at the same time and both miss). An entry leaves the memo when
-  every metric of the group has taken its score, and the memo keeps at most ``memo_size``
-  entries (least recently used go first), so a group used for only some of its metrics does not
-  grow without bound.
+  cache and concurrency cap) for several evaluators, and each evaluator asks it for its own
+  metric of the sample (``scorer.ascore(sample, only=[name])``): the Scorer keeps one record
+  per sample content, so each shared sub-result (claim extraction, claim verification, the
+  combined context assessment) is computed once, exactly as in `ragbridge.core.evaluate`,
+  whichever evaluator, thread or event loop asks first. A group costs what the metrics
+  actually asked for — never more judge calls than `Scorer(all metrics)` on that sample, and
+  fewer than separate evaluators (which repeat the shared calls; under ``BatchEvalRunner``
+  they run at the same time and both miss the cache). The Scorer's records are bounded (see
+  `ragbridge.core.scoring`).
 * **Source nodes keep their ids.** ``BaseEvaluator.evaluate_response`` flattens
   ``response.source_nodes`` to strings; here it is overridden so contexts keep the source
   document id (``node.ref_doc_id``) and the retriever score, and ranking measures
@@ -45,27 +43,22 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import hashlib
-import os
 import random
 import threading
 import time
-import weakref
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
+from typing_extensions import Unpack
 
-from ragbridge.core.cache import Cache
-from ragbridge.core.engine import EmbeddingEngine, JudgeEngine, Price
-from ragbridge.core.judge import Embedder, EntailmentModel, Judge
-from ragbridge.core.metrics.base import Metric, MetricContext
+from ragbridge.core.metrics.base import Metric
 from ragbridge.core.results import Evaluation, FailureKind, Score
-from ragbridge.core.runner import resolve_metrics, run_sync, shared_tags
+from ragbridge.core.runner import resolve_metrics, run_sync
 from ragbridge.core.sample import Context, Sample
 from ragbridge.core.scoring import Scorer, explain
+from ragbridge.core.settings import Settings, SettingsOptions
 
 from .capture import (
     INSTALL_HINT,
@@ -130,81 +123,6 @@ def _lower_is_better(metric: Metric) -> bool:
     return not metric.higher_is_better
 
 
-def _fingerprint(sample: Sample) -> str:
-    # Everything a metric reads; the id and metadata do not change a score.
-    text = sample.model_dump_json(exclude={"id", "metadata"})
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-@dataclass
-class _Entry:
-    ctx: MetricContext
-    loop: asyncio.AbstractEventLoop
-    waiting: set[str]
-
-
-class _Group:
-    """The metrics of one `Scorer` scored one at a time, sharing sub-results per sample."""
-
-    def __init__(self, scorer: Scorer, memo_size: int = 256) -> None:
-        self.scorer = scorer
-        self.metrics = {m.name: m for m in scorer.metrics}
-        self.tags = shared_tags(scorer.metrics)
-        self.memo_size = memo_size
-        self._lock = threading.Lock()
-        self._memo: OrderedDict[str, _Entry] = OrderedDict()
-
-    def _context(self) -> MetricContext:
-        s = self.scorer
-        return MetricContext(judge=s.judge, embedder=s.embedder, nli=s.nli, shared_tags=self.tags)
-
-    def _entry(self, name: str, sample: Sample) -> _Entry:
-        key = _fingerprint(sample)
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            entry = self._memo.get(key)
-            if entry is None:
-                entry = _Entry(self._context(), loop, set(self.metrics))
-                self._memo[key] = entry
-            elif entry.loop is not loop:
-                # Sub-results still running belong to another event loop and cannot be awaited
-                # here; finished ones can, from any loop, so they are carried over.
-                ctx = self._context()
-                old = entry.ctx._memo
-                ctx._memo.update({k: task for k, task in old.items() if task.done()})
-                entry = _Entry(ctx, loop, entry.waiting)
-                self._memo[key] = entry
-            self._memo.move_to_end(key)
-            entry.waiting.discard(name)
-            if not entry.waiting:
-                del self._memo[key]
-            while len(self._memo) > self.memo_size:
-                self._memo.popitem(last=False)
-            return entry
-
-    async def score(self, name: str, sample: Sample) -> Score:
-        entry = self._entry(name, sample)
-        score = await self.metrics[name].score(sample, entry.ctx)
-        # Run-level: do ids match labels? Keyed by content, as samples here often share an id.
-        self.scorer.id_check.add_score(_fingerprint(sample), score)
-        return score
-
-    def __len__(self) -> int:
-        return len(self._memo)
-
-
-_GROUPS: weakref.WeakKeyDictionary[Scorer, _Group] = weakref.WeakKeyDictionary()
-_GROUPS_LOCK = threading.Lock()
-
-
-def _group_of(scorer: Scorer) -> _Group:
-    with _GROUPS_LOCK:
-        group = _GROUPS.get(scorer)
-        if group is None:
-            group = _GROUPS[scorer] = _Group(scorer)
-        return group
-
-
 # --------------------------------------------------------------------------- evaluator
 
 
@@ -259,34 +177,19 @@ class RagbridgeEvaluator(BaseEvaluator):
         self,
         metric: Metric | str,
         *,
-        judge: Judge | JudgeEngine | None = None,
-        embedder: Embedder | EmbeddingEngine | None = None,
-        nli: EntailmentModel | None = None,
-        cache: str | os.PathLike[str] | Cache | None = None,
         threshold: float = 0.5,
         scorer: Scorer | None = None,
         use_ref_doc_id: bool = True,
-        max_concurrency: int = 8,
-        timeout: float | None = 60.0,
-        max_retries: int = 4,
-        price: Price | None = None,
+        settings: Settings | None = None,
+        **options: Unpack[SettingsOptions],
     ) -> None:
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must lie within [0, 1], got {threshold!r}")
         if scorer is None:
-            scorer = Scorer(
-                [metric],
-                judge=judge,
-                embedder=embedder,
-                nli=nli,
-                cache=cache,
-                max_concurrency=max_concurrency,
-                timeout=timeout,
-                max_retries=max_retries,
-                price=price,
-            )
-        elif any(x is not None for x in (judge, embedder, nli, cache)):
-            raise ValueError("pass either scorer=... or judge/embedder/nli/cache, not both")
+            scorer = Scorer([metric], settings=settings, **options)
+        elif settings is not None or options:
+            given = ", ".join(["settings", *options] if settings is not None else list(options))
+            raise ValueError(f"pass either scorer=... or {given}, not both")
         # "faithfulness:offline" names the metric "faithfulness": resolve before looking it up.
         name = metric.name if isinstance(metric, Metric) else resolve_metrics([metric])[0].name
         if name not in scorer.names:
@@ -295,7 +198,6 @@ class RagbridgeEvaluator(BaseEvaluator):
         self.metric = scorer.metrics[scorer.names.index(name)]
         self.threshold = float(threshold)
         self.use_ref_doc_id = use_ref_doc_id
-        self._group = _group_of(scorer)
 
     @property
     def metric_name(self) -> str:
@@ -377,8 +279,9 @@ class RagbridgeEvaluator(BaseEvaluator):
             relevance=relevance,
             sample_id=sample_id,
         )
-        score = await self._group.score(self.metric_name, sample)
-        return self.result_of(sample, score)
+        # One record per sample content: the evaluators of one `Scorer` share its sub-results.
+        scores = await self.scorer.ascore(sample, only=[self.metric_name])
+        return self.result_of(sample, scores[self.metric_name])
 
     def result_of(self, sample: Sample, score: Score) -> RagbridgeEvaluationResult:
         """A ragbridge `Score` as LlamaIndex's result."""
@@ -441,17 +344,11 @@ class RagbridgeEvaluator(BaseEvaluator):
 def evaluators_for(
     metrics: Iterable[Metric | str],
     *,
-    judge: Judge | JudgeEngine | None = None,
-    embedder: Embedder | EmbeddingEngine | None = None,
-    nli: EntailmentModel | None = None,
-    cache: str | os.PathLike[str] | Cache | None = None,
     threshold: float = 0.5,
     thresholds: Mapping[str, float] | None = None,
     use_ref_doc_id: bool = True,
-    max_concurrency: int = 8,
-    timeout: float | None = 60.0,
-    max_retries: int = 4,
-    price: Price | None = None,
+    settings: Settings | None = None,
+    **options: Unpack[SettingsOptions],
 ) -> dict[str, RagbridgeEvaluator]:
     """One evaluator per metric, keyed by metric name, sharing one `Scorer` and a per-sample
     memo: ready for ``BatchEvalRunner(evaluators=evaluators_for([...], judge=...))``.
@@ -459,17 +356,7 @@ def evaluators_for(
     Shared sub-results (claims, their verification) are computed once per sample whichever
     evaluator asks first. ``thresholds`` overrides ``threshold`` per metric name.
     """
-    scorer = Scorer(
-        metrics,
-        judge=judge,
-        embedder=embedder,
-        nli=nli,
-        cache=cache,
-        max_concurrency=max_concurrency,
-        timeout=timeout,
-        max_retries=max_retries,
-        price=price,
-    )
+    scorer = Scorer(metrics, settings=settings, **options)
     chosen = dict(thresholds or {})
     unknown = sorted(set(chosen) - set(scorer.names))
     if unknown:
@@ -578,36 +465,20 @@ class LiveScoring:
         self,
         metrics: Iterable[Metric | str],
         *,
-        judge: Judge | JudgeEngine | None = None,
-        embedder: Embedder | EmbeddingEngine | None = None,
-        nli: EntailmentModel | None = None,
-        cache: str | os.PathLike[str] | Cache | None = None,
         sample_rate: float = 1.0,
         seed: int | None = None,
         id_tag: str | None = SAMPLE_TAG,
         use_ref_doc_id: bool = True,
         max_pending: int = 1000,
         close_timeout: float | None = None,
-        max_concurrency: int = 8,
-        timeout: float | None = 60.0,
-        max_retries: int = 4,
-        price: Price | None = None,
+        settings: Settings | None = None,
+        **options: Unpack[SettingsOptions],
     ) -> None:
         if not 0.0 <= sample_rate <= 1.0:
             raise ValueError(f"sample_rate must lie within [0, 1], got {sample_rate!r}")
         if max_pending < 1:
             raise ValueError(f"max_pending must be >= 1, got {max_pending!r}")
-        self.scorer = Scorer(
-            metrics,
-            judge=judge,
-            embedder=embedder,
-            nli=nli,
-            cache=cache,
-            max_concurrency=max_concurrency,
-            timeout=timeout,
-            max_retries=max_retries,
-            price=price,
-        )
+        self.scorer = Scorer(metrics, settings=settings, **options)
         self.sample_rate = float(sample_rate)
         self.seed = seed
         self.id_tag = id_tag
@@ -889,20 +760,14 @@ def _safe_query(event: QueryEndEvent) -> str:
 def score_queries(
     metrics: Iterable[Metric | str],
     *,
-    judge: Judge | JudgeEngine | None = None,
-    embedder: Embedder | EmbeddingEngine | None = None,
-    nli: EntailmentModel | None = None,
-    cache: str | os.PathLike[str] | Cache | None = None,
     sample_rate: float = 1.0,
     seed: int | None = None,
     id_tag: str | None = SAMPLE_TAG,
     use_ref_doc_id: bool = True,
     max_pending: int = 1000,
     close_timeout: float | None = None,
-    max_concurrency: int = 8,
-    timeout: float | None = 60.0,
-    max_retries: int = 4,
-    price: Price | None = None,
+    settings: Settings | None = None,
+    **options: Unpack[SettingsOptions],
 ) -> LiveScoring:
     """Score the queries LlamaIndex query engines answer from now on, in the background.
 
@@ -912,19 +777,13 @@ def score_queries(
     """
     live = LiveScoring(
         metrics,
-        judge=judge,
-        embedder=embedder,
-        nli=nli,
-        cache=cache,
         sample_rate=sample_rate,
         seed=seed,
         id_tag=id_tag,
         use_ref_doc_id=use_ref_doc_id,
         max_pending=max_pending,
         close_timeout=close_timeout,
-        max_concurrency=max_concurrency,
-        timeout=timeout,
-        max_retries=max_retries,
-        price=price,
+        settings=settings,
+        **options,
     )
     return live.open()

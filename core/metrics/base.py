@@ -20,7 +20,9 @@ record zero calls for that part, so summed usage is the true cost.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import re
+import threading
 import time
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
@@ -63,6 +65,25 @@ class PlannedCall:
 
 
 @dataclass
+class _Shared:
+    """One sub-result being computed: the task on its loop, mirrored for other loops."""
+
+    task: asyncio.Task[Any]
+    loop: asyncio.AbstractEventLoop
+    result: concurrent.futures.Future[Any]
+
+
+def _mirror(task: asyncio.Task[Any], result: concurrent.futures.Future[Any]) -> None:
+    error = None if task.cancelled() else task.exception()
+    if task.cancelled():
+        result.cancel()
+    elif error is not None:
+        result.set_exception(error)
+    else:
+        result.set_result(task.result())
+
+
+@dataclass
 class MetricContext:
     """What a metric may use while scoring one sample."""
 
@@ -71,15 +92,32 @@ class MetricContext:
     nli: EntailmentModel | None = None
     shared_tags: frozenset[str] = frozenset()
     """Share tags declared by two or more metrics of this run (see `Metric.share_tags`)."""
-    _memo: dict[Hashable, asyncio.Task[Any]] = field(default_factory=dict, repr=False)
+    _memo: dict[Hashable, _Shared] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     async def shared(self, key: Hashable, compute: Callable[[], Awaitable[R]]) -> tuple[R, bool]:
-        """Compute ``key`` once per sample; returns (result, whether this caller computed it)."""
-        task = self._memo.get(key)
-        if task is None:
-            task = self._memo[key] = asyncio.ensure_future(compute())
-            return await task, True
-        return await asyncio.shield(task), False
+        """Compute ``key`` once per sample; returns (result, whether this caller computed it).
+
+        Safe from threads and event loops: a sink may score the metrics of one record from
+        several (`ragbridge.core.scoring.Scorer`). The first caller computes on its loop;
+        callers on that loop await the task, callers on other loops its mirrored result. A
+        computation that was cancelled is started again by the next caller.
+        """
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            entry = self._memo.get(key)
+            mine = entry is None or entry.task.cancelled()
+            if mine:
+                task: asyncio.Task[R] = loop.create_task(_awaited(compute))
+                result: concurrent.futures.Future[R] = concurrent.futures.Future()
+                task.add_done_callback(lambda done: _mirror(done, result))
+                entry = self._memo[key] = _Shared(task, loop, result)
+        assert entry is not None
+        if mine:
+            return await entry.task, True
+        if entry.loop is loop:
+            return await asyncio.shield(entry.task), False
+        return await asyncio.wrap_future(entry.result), False
 
     async def ask(self, template: PromptTemplate, **values: Any) -> JudgeCall[Any]:
         """Render ``template`` and send it through the judge engine.
@@ -270,6 +308,10 @@ def declare(
         factory=cls,
     )
     return register_measure(measure, default=own)
+
+
+async def _awaited(compute: Callable[[], Awaitable[R]]) -> R:
+    return await compute()
 
 
 def _nonblank(value: str | list[Any]) -> bool:
