@@ -86,9 +86,9 @@ class MeasureSpec:
     higher_is_better: bool = True
     edges: Mapping[str, str] = field(default_factory=dict)
     kind: str = "judge"
-    factory: Callable[..., Metric] | None = None
-    """Builds the measure's metric for a provider: ``factory(provider=name)``, or ``factory()``
-    when the measure has one provider."""
+    factory: Callable[[], Metric] | None = None
+    """Builds the measure's metric, default-configured; another provider is then selected with
+    `Metric.use_provider`."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,8 @@ class ProviderSpec:
     (``"2, shared"``: shared with other measures of the same sample, counted once), ``how``
     one line on the method. ``compute`` scores a sample for a metric built with this provider;
     ``build`` makes a default-configured metric (when absent, the measure's factory is used).
-    ``extra`` names the pip extra the provider needs, for the message of a missing import.
+    ``extra`` names the pip extra the provider needs, for the message of a missing import;
+    ``note`` says where its definition differs from the measure's.
     """
 
     measure: str
@@ -110,6 +111,8 @@ class ProviderSpec:
     compute: Compute | None = None
     build: Callable[[], Metric] | None = None
     extra: str | None = None
+    note: str = ""
+    """Where this provider's definition differs from the measure's (the comparison prints it)."""
 
     @property
     def key(self) -> str:
@@ -263,9 +266,7 @@ class Registry:
             return provider.build()
         if measure.factory is None:
             raise UnknownMeasureError(f"measure {measure.name!r} has no way to build a metric")
-        if len(self._providers[measure.name]) == 1:
-            return measure.factory()
-        return measure.factory(provider=provider.name)
+        return measure.factory().use_provider(provider.name)
 
     # ------------------------------------------------------------------ plugins and messages
 
@@ -379,6 +380,7 @@ def register_provider(
     judge_calls: str = "0",
     build: Callable[[], Metric] | None = None,
     extra: str | None = None,
+    note: str = "",
     registry: Registry | None = None,
 ) -> Callable[[Any], Any]:
     """Decorator registering ``async (metric, sample, ctx) -> Score`` as a provider of a measure.
@@ -400,6 +402,7 @@ def register_provider(
             compute=None if is_class else target,
             build=target if is_class else build,
             extra=extra,
+            note=note,
         )
         (registry or REGISTRY).add_provider(spec)
         return target

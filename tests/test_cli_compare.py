@@ -246,13 +246,16 @@ def test_timeout_and_retries_shape_the_shared_judge_engine(
     from ragbridge.core.engine import JudgeEngine
 
     seen: dict[str, object] = {}
-    real = compare.compare_frameworks_on
+    real = compare.build_engines
 
-    def spy(samples: object, **kwargs: object) -> object:
-        seen.update(kwargs)
-        return real(samples, **kwargs)  # type: ignore[arg-type]
+    # The command hands its flags to compare_frameworks_on as Settings fields; the engine
+    # that one call builds for every framework is the one to check.
+    def spy(settings: object, metrics: object) -> object:
+        engines = real(settings, metrics)  # type: ignore[arg-type]
+        seen["judge"] = engines.judge
+        return engines
 
-    monkeypatch.setattr(compare, "compare_frameworks_on", spy)
+    monkeypatch.setattr(compare, "build_engines", spy)
     code = main(
         ["compare", str(data), "--frameworks", "ragbridge", "--measures", "faithfulness",
          "--judge", "python:ragbridge.core.testing:CountingJudge", "--timeout", "7",

@@ -45,6 +45,7 @@ SAMPLE = Sample(
         {"id": "d2", "text": "Everest lies on the border of Nepal and China."},
     ],
     relevance={"d1": 1},
+    reference_contexts=["Mount Everest's elevation is 8,849 metres."],
 )
 
 # Failures that mean "this pair is broken", as opposed to a measure's honest verdict.

@@ -26,6 +26,7 @@ from ragbridge.adapters.cli.options import (
     progress,
     read_samples,
     self_judging_warning,
+    settings_from,
 )
 from ragbridge.adapters.cli.outcome import report_outcome
 from ragbridge.adapters.cli.paths import check_input
@@ -90,8 +91,6 @@ def _names(text: str, option: str, known: tuple[str, ...]) -> list[str]:
 def run_compare(args: argparse.Namespace) -> int:
     from ragbridge.adapters.cli.eval_command import check_paths
     from ragbridge.adapters.compare import FRAMEWORKS, MEASURES, compare_frameworks_on
-    from ragbridge.core.cache import open_cache
-    from ragbridge.core.engine import JudgeEngine
     from ragbridge.core.files import write_text_atomic
 
     frameworks = _names(args.frameworks, "--frameworks", FRAMEWORKS)
@@ -104,27 +103,15 @@ def run_compare(args: argparse.Namespace) -> int:
     warning = self_judging_warning(samples, judge)
     if warning:
         console.note(warning)
-    store = open_cache(args.cache)
-    engine = None
-    if judge is not None:  # one engine for every framework, with the command's limits
-        engine = JudgeEngine(
-            judge,
-            max_concurrency=args.concurrency,
-            timeout=args.timeout,
-            max_retries=args.max_retries,
-            cache=store,
-        )
     try:
         with progress("comparing", None) as advance:
+            # One judge engine for every framework, with the command's limits and cache.
             run = compare_frameworks_on(
                 samples,
                 frameworks=frameworks,
                 measures=measures,
-                judge=engine,
-                embedder=embedder,
-                cache=store,
-                max_concurrency=args.concurrency,
                 progress=advance,
+                **settings_from(args, judge=judge, embedder=embedder),
             )
     except ImportError as exc:
         if "embedder=" not in str(exc):

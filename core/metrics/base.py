@@ -169,6 +169,11 @@ class Metric:
             return (self.provider,)
         return tuple(p.name for p in REGISTRY.providers(self.name))
 
+    def use_provider(self, provider: str) -> Metric:
+        """Compute this measure with another registered provider (``"ragas"``); returns self."""
+        self._use_provider(provider)
+        return self
+
     def _use_provider(self, provider: str) -> None:
         """Select a registered provider; what it needs (judge, embedder, NLI) comes with it."""
         spec: ProviderSpec = REGISTRY.provider(self.name, provider)

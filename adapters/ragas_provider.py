@@ -1,0 +1,317 @@
+"""RAGAS as a provider of ragbridge's measures: ``"faithfulness:ragas"``, ``"bleu:ragas"``, ...
+
+Each function here runs one RAGAS metric on one `Sample`, on ragbridge's judge engine (so the
+cache, retries, concurrency cap and usage accounting are ragbridge's), and returns a ragbridge
+`Score`: a NaN becomes a typed failure with the reason, an exception a ``judge_error`` naming
+it, and the usage is exactly what the call spent (a fresh judge wrapper per call).
+
+Two ways in, one implementation:
+
+* through the registry (`register`, the ``ragbridge.providers`` entry point): the measure's
+  own checks and edge policy run first (an abstaining answer is skipped for every provider of
+  faithfulness), then RAGAS scores;
+* through `ragbridge.adapters.compare`, which calls these functions directly, so the
+  comparison shows what RAGAS itself does at the edges (its NaN on an answer with no claim).
+
+Importing this module is cheap: RAGAS is imported when a score is asked for, and a missing
+install raises ImportError naming the extra (``pip install "ragbridge[ragas]"``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from ragbridge.adapters._framework_cells import INPUTS, missing, raised
+from ragbridge.core.engine import EmbeddingEngine, JudgeEngine
+from ragbridge.core.metrics.base import Metric, MetricContext
+from ragbridge.core.registry import ProviderSpec, Registry
+from ragbridge.core.results import Failure, FailureKind, Score
+from ragbridge.core.sample import Sample
+
+__all__ = [
+    "ID_HOW",
+    "ragas_id_score",
+    "ragas_non_llm_score",
+    "ragas_score",
+    "register",
+]
+
+PROVIDER = "ragas"
+NON_LLM = "ragas_non_llm"
+NO_REASON = "RAGAS gives no reason"
+NON_LLM_INPUTS = ("contexts", "reference_contexts")
+
+# measure -> (RAGAS class, needs, judge calls per sample (counted with a counting judge on a
+# 3-context sample), note on how its definition differs)
+_JUDGED: dict[str, tuple[str, tuple[str, ...], str, str]] = {
+    "faithfulness": (
+        "RAGAS collections Faithfulness",
+        ("judge",),
+        "2",
+        "RAGAS returns NaN for an answer with no claim (a no_claims failure here)",
+    ),
+    "answer_relevance": (
+        "RAGAS collections AnswerRelevancy (needs an embedder)",
+        ("judge", "embedder"),
+        "3 (one per generated question)",
+        "",
+    ),
+    "context_precision": (
+        "RAGAS collections ContextPrecision (LLM, with reference)",
+        ("judge", "reference"),
+        "1 per context",
+        "RAGAS asks the judge once per context",
+    ),
+    "context_recall": ("RAGAS collections ContextRecall", ("judge", "reference"), "1", ""),
+}
+_STRINGS: dict[str, tuple[str, str]] = {
+    "rouge_l": ("RAGAS collections RougeScore (rougeL, fmeasure)", ""),
+    "bleu": (
+        "RAGAS collections BleuScore (sacrebleu corpus BLEU over '. '-split sentences)",
+        "RAGAS splits both texts on '. ' and computes corpus BLEU over the pieces, pairing "
+        "them by position — multi-sentence and short answers score differently",
+    ),
+    "exact_match": (
+        "RAGAS collections ExactMatch (raw string equality)",
+        "RAGAS compares the raw strings (no SQuAD normalisation)",
+    ),
+}
+_NON_LLM: dict[str, tuple[str, str]] = {
+    "context_precision": (
+        "RAGAS NonLLMContextPrecisionWithReference (string match to reference_contexts)",
+        "the judge is replaced by string similarity to the sample's reference_contexts",
+    ),
+    "context_recall": (
+        "RAGAS NonLLMContextRecall (string match of reference_contexts)",
+        "the share of reference_contexts found among the retrieved ones by string similarity",
+    ),
+}
+ID_HOW: dict[str, str] = {
+    "id_context_precision": "RAGAS IDBasedContextPrecision",
+    "id_context_recall": "RAGAS IDBasedContextRecall",
+}
+"""RAGAS's id-based measures (compared with ragbridge's precision@n / recall@n)."""
+
+
+def _adapter() -> Any:
+    from ragbridge.adapters import ragas as adapter  # raises naming the extra
+
+    return adapter
+
+
+# --------------------------------------------------------------------------- one sample
+
+
+async def ragas_score(
+    measure: str,
+    sample: Sample,
+    engine: JudgeEngine | None,
+    embeddings: EmbeddingEngine | None = None,
+) -> Score:
+    """RAGAS's ``measure`` on ``sample``: a judged measure on ``engine`` (and ``embeddings``
+    for answer relevance), or a string measure (no model)."""
+    gap = missing(sample, INPUTS[measure], measure)
+    if gap is not None:
+        return gap.model_copy(update={"provider": PROVIDER})
+    adapter = _adapter()
+    from ragas.metrics import collections as rc
+
+    if measure in _STRINGS:
+        metric: Any = {
+            "rouge_l": rc.RougeScore,
+            "bleu": rc.BleuScore,
+            "exact_match": rc.ExactMatch,
+        }[measure]()
+        try:
+            result = await metric.ascore(reference=sample.reference, response=sample.answer)
+        except Exception as exc:
+            return raised("RAGAS", measure, exc, provider=PROVIDER)
+        return _score(adapter, result, measure, None)
+
+    if engine is None:
+        return Score.fail(
+            FailureKind.MISSING_INPUT,
+            f"{measure}:ragas needs a judge (judge=...)",
+            provider=PROVIDER,
+        )
+    llm = _observing_llm(adapter, engine)
+    contexts = [c.text for c in sample.contexts]
+    answer, reference = sample.answer or "", sample.reference or ""  # present: checked above
+    try:
+        if measure == "faithfulness":
+            result = await rc.Faithfulness(llm=llm).ascore(
+                user_input=sample.question, response=answer, retrieved_contexts=contexts
+            )
+        elif measure == "answer_relevance":
+            if embeddings is None:
+                return Score.fail(
+                    FailureKind.MISSING_INPUT,
+                    "answer_relevance:ragas needs an embedder (embedder=...)",
+                    provider=PROVIDER,
+                )
+            result = await rc.AnswerRelevancy(
+                llm=llm, embeddings=adapter.RagasModernEmbedder(embeddings)
+            ).ascore(user_input=sample.question, response=answer)
+        elif measure == "context_precision":
+            result = await rc.ContextPrecision(llm=llm).ascore(
+                user_input=sample.question, reference=reference, retrieved_contexts=contexts
+            )
+        else:
+            result = await rc.ContextRecall(llm=llm).ascore(
+                user_input=sample.question, retrieved_contexts=contexts, reference=reference
+            )
+    except adapter.RagasJudgeError as exc:
+        return Score(failure=exc.failure, provider=PROVIDER, judge_model=llm.model, usage=llm.usage)
+    except Exception as exc:
+        return raised("RAGAS", measure, exc, provider=PROVIDER, usage=llm.usage, model=llm.model)
+    score = _score(adapter, result, measure, llm)
+    if measure == "faithfulness" and score.value is None and _no_statements(llm.replies):
+        failure = Failure(
+            kind=FailureKind.NO_CLAIMS,
+            message="RAGAS extracted no statement from the answer and returned NaN",
+        )
+        score = score.model_copy(update={"failure": failure})
+    return score
+
+
+async def ragas_non_llm_score(measure: str, sample: Sample) -> Score:
+    """RAGAS's non-LLM context precision / recall: retrieved contexts matched to the sample's
+    ``reference_contexts`` by string similarity."""
+    gap = missing(sample, NON_LLM_INPUTS, measure)
+    if gap is not None:
+        return gap.model_copy(update={"provider": PROVIDER})
+    adapter = _adapter()
+    from ragas.dataset_schema import SingleTurnSample
+
+    with warnings.catch_warnings():  # RAGAS 0.4.3 has no collections version of these yet
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from ragas.metrics import NonLLMContextPrecisionWithReference, NonLLMContextRecall
+
+    metric: Any = (
+        NonLLMContextPrecisionWithReference()
+        if measure == "context_precision"
+        else NonLLMContextRecall()
+    )
+    row = SingleTurnSample(
+        retrieved_contexts=[c.text for c in sample.contexts],
+        reference_contexts=list(sample.reference_contexts or []),
+    )
+    try:
+        value = await metric.single_turn_ascore(row)
+    except Exception as exc:
+        return raised("RAGAS", measure, exc, provider=PROVIDER)
+    return _score(adapter, value, measure, None)
+
+
+def ids_present(sample: Sample) -> bool:
+    """Whether RAGAS's id-based measures can run: an id on every context, and labels."""
+    return (
+        bool(sample.contexts)
+        and all(c.id is not None for c in sample.contexts)
+        and sample.relevance is not None
+    )
+
+
+async def ragas_id_score(measure: str, sample: Sample) -> Score:
+    """RAGAS's ``IDBasedContextPrecision`` / ``IDBasedContextRecall`` on ``sample``."""
+    if not ids_present(sample):
+        return Score.fail(
+            FailureKind.MISSING_INPUT,
+            f"{measure} needs an id on every context and relevance labels",
+            provider=PROVIDER,
+        )
+    adapter = _adapter()
+    with warnings.catch_warnings():  # RAGAS 0.4.3 has no collections version of these yet
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from ragas.metrics import IDBasedContextPrecision, IDBasedContextRecall
+
+    metric: Any = (
+        IDBasedContextPrecision() if measure == "id_context_precision" else IDBasedContextRecall()
+    )
+    (row,) = adapter.to_ragas_dataset([sample]).samples
+    try:
+        value = await metric.single_turn_ascore(row)
+    except Exception as exc:
+        return raised("RAGAS", measure, exc, provider=PROVIDER)
+    return _score(adapter, value, measure, None)
+
+
+def _observing_llm(adapter: Any, engine: JudgeEngine) -> Any:
+    """A fresh `RagasInstructorJudge` on ``engine`` that records each (schema name, reply)."""
+
+    class ObservingJudge(adapter.RagasInstructorJudge):  # type: ignore[misc]
+        def __init__(self, engine: JudgeEngine) -> None:
+            super().__init__(engine)
+            self.replies: list[tuple[str, BaseModel]] = []
+
+        async def agenerate(self, prompt: str, response_model: type[Any]) -> Any:
+            reply = await super().agenerate(prompt, response_model)
+            self.replies.append((response_model.__name__, reply))
+            return reply
+
+    return ObservingJudge(engine)
+
+
+def _no_statements(replies: Sequence[tuple[str, BaseModel]]) -> bool:
+    """Whether RAGAS's statement-extraction reply held no statement (what makes it return NaN)."""
+    for name, reply in replies:
+        if name == "StatementGeneratorOutput":
+            return not [s for s in getattr(reply, "statements", []) if str(s).strip()]
+    return False
+
+
+def _score(adapter: Any, result: Any, measure: str, llm: Any) -> Score:
+    score: Score = adapter.score_from_ragas(result, metric=measure)
+    update: dict[str, Any] = {}
+    if score.value is not None and score.reason is None:
+        update["reason"] = NO_REASON
+    if llm is not None:
+        update["usage"] = llm.usage
+        update["judge_model"] = llm.model
+    return score.model_copy(update=update) if update else score
+
+
+# --------------------------------------------------------------------------- the registry
+
+
+async def _judged(metric: Metric, sample: Sample, ctx: MetricContext) -> Score:
+    return await ragas_score(metric.name, sample, ctx.judge, ctx.embedder)
+
+
+async def _non_llm(metric: Metric, sample: Sample, ctx: MetricContext) -> Score:
+    return await ragas_non_llm_score(metric.name, sample)
+
+
+def register(registry: Registry) -> None:
+    """The ``ragbridge.providers`` entry point: RAGAS's implementations of ragbridge's measures
+    (``faithfulness:ragas``, ``context_recall:ragas_non_llm``, ``bleu:ragas``, ...)."""
+    for measure, (how, needs, calls, note) in _JUDGED.items():
+        registry.add_provider(
+            ProviderSpec(
+                measure=measure,
+                name=PROVIDER,
+                how=how,
+                needs=frozenset(needs),
+                judge_calls=calls,
+                compute=_judged,
+                extra="ragas",
+                note=note,
+            )
+        )
+    for table, name, compute in ((_STRINGS, PROVIDER, _judged), (_NON_LLM, NON_LLM, _non_llm)):
+        for measure, (how, note) in table.items():
+            registry.add_provider(
+                ProviderSpec(
+                    measure=measure,
+                    name=name,
+                    how=how,
+                    needs=frozenset({"reference"}),
+                    compute=compute,
+                    extra="ragas",
+                    note=note,
+                )
+            )
