@@ -153,23 +153,31 @@ class Scorer:
     async def _record_scores(
         self, sample: Sample, names: list[str], key: Hashable
     ) -> dict[str, Score]:
-        with self._lock:
-            record = self._records.get(key)
-            if record is None:
-                # One context for the record, whichever thread or loop asks: its sub-results
-                # are awaitable from any loop (`MetricContext.shared`).
-                record = self._records[key] = _Record(self._context())
-            self._records.move_to_end(key)
-            mine = [n for n in names if n not in record.futures]
-            for name in mine:
-                record.futures[name] = concurrent.futures.Future()
-            futures = {n: record.futures[n] for n in names}
-            record.asked.update(names)
-            ctx = record.ctx
-            self._evict()
-        if mine:
-            await self._compute(sample, mine, ctx, futures, record, key)
-        scores = {n: await asyncio.wrap_future(futures[n]) for n in names}
+        while True:
+            with self._lock:
+                record = self._records.get(key)
+                if record is None:
+                    # One context for the record, whichever thread or loop asks: its
+                    # sub-results are awaitable from any loop (`MetricContext.shared`).
+                    record = self._records[key] = _Record(self._context())
+                self._records.move_to_end(key)
+                mine = [n for n in names if n not in record.futures]
+                for name in mine:
+                    record.futures[name] = concurrent.futures.Future()
+                futures = {n: record.futures[n] for n in names}
+                record.asked.update(names)
+                ctx = record.ctx
+                self._evict()
+            if mine:
+                await self._compute(sample, mine, ctx, futures, record, key)
+            try:
+                # shielded: a waiter cancelled here must not cancel the Score for the others
+                scores = {n: await asyncio.shield(asyncio.wrap_future(futures[n])) for n in names}
+                break
+            except asyncio.CancelledError:
+                if not any(_cancelled(f) for f in futures.values()):
+                    raise  # this caller was cancelled
+                # the computing caller was cancelled, not this one: compute it again
         with self._lock:
             done = all(f.done() for f in record.futures.values())
             complete = done and record.asked >= set(self.names)
@@ -194,12 +202,14 @@ class Scorer:
                 for metric in metrics:
                     record.futures.pop(metric.name, None)
             for metric in metrics:
-                futures[metric.name].set_exception(exc)
+                if not futures[metric.name].done():
+                    futures[metric.name].set_exception(exc)
             raise
         # Run-level: do ids match labels? Keyed by record, as sinks' samples often share an id.
         self.id_check.add_scores(str(key), scores)
         for metric, score in zip(metrics, scores, strict=True):
-            futures[metric.name].set_result(score)
+            if not futures[metric.name].done():
+                futures[metric.name].set_result(score)
 
     def _evict(self) -> None:
         if self.records is None:
@@ -217,6 +227,13 @@ class Scorer:
         """Run-level warnings over the records scored so far (ids that never match labels)."""
         found = self.id_check.warning()
         return [] if found is None else [found]
+
+
+def _cancelled(future: concurrent.futures.Future[Score]) -> bool:
+    """Whether the computation behind ``future`` was cancelled (its caller was)."""
+    if not future.done():
+        return False
+    return future.cancelled() or isinstance(future.exception(), asyncio.CancelledError)
 
 
 def fingerprint(sample: Sample) -> str:

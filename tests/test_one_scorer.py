@@ -208,3 +208,30 @@ def test_langsmiths_async_path_scores_a_run_once_under_gather() -> None:
     suite.forget()
     suite.scores(run)
     assert judge.calls == 4
+
+
+def test_cancelling_one_caller_does_not_fail_the_others() -> None:
+    """Two callers of one record on one loop: cancelling the one that computes makes the other
+    compute it again; cancelling a waiter leaves the computation alone."""
+    judge = CountingJudge(delay=0.1)
+    scorer = Scorer(["faithfulness", "hallucination"], judge=judge)
+
+    async def main() -> tuple[Any, Any]:
+        computing = asyncio.ensure_future(scorer.ascore(SAMPLE, only=["faithfulness"]))
+        await asyncio.sleep(0.02)
+        waiting = asyncio.ensure_future(scorer.ascore(SAMPLE, only=["faithfulness"]))
+        await asyncio.sleep(0.02)
+        computing.cancel()
+        first = await asyncio.wait_for(waiting, 5)
+        other = SAMPLE.model_copy(update={"question": "Another question?"})
+        busy = asyncio.ensure_future(scorer.ascore(other, only=["hallucination"]))
+        await asyncio.sleep(0.02)
+        idle = asyncio.ensure_future(scorer.ascore(other, only=["hallucination"]))
+        await asyncio.sleep(0.02)
+        idle.cancel()
+        second = await asyncio.wait_for(busy, 5)
+        return first, second
+
+    first, second = asyncio.run(main())
+    assert first["faithfulness"].value is not None
+    assert second["hallucination"].value is not None

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import re
 import threading
 import time
@@ -74,10 +75,11 @@ class _Shared:
 
 
 def _mirror(task: asyncio.Task[Any], result: concurrent.futures.Future[Any]) -> None:
-    error = None if task.cancelled() else task.exception()
+    if result.done():
+        return
     if task.cancelled():
         result.cancel()
-    elif error is not None:
+    elif (error := task.exception()) is not None:
         result.set_exception(error)
     else:
         result.set_result(task.result())
@@ -104,20 +106,27 @@ class MetricContext:
         computation that was cancelled is started again by the next caller.
         """
         loop = asyncio.get_running_loop()
-        with self._lock:
-            entry = self._memo.get(key)
-            mine = entry is None or entry.task.cancelled()
+        while True:
+            with self._lock:
+                entry = self._memo.get(key)
+                mine = entry is None or entry.task.cancelled()
+                if mine:
+                    task: asyncio.Task[R] = loop.create_task(_awaited(compute))
+                    result: concurrent.futures.Future[R] = concurrent.futures.Future()
+                    task.add_done_callback(functools.partial(_mirror, result=result))
+                    entry = self._memo[key] = _Shared(task, loop, result)
+            assert entry is not None
             if mine:
-                task: asyncio.Task[R] = loop.create_task(_awaited(compute))
-                result: concurrent.futures.Future[R] = concurrent.futures.Future()
-                task.add_done_callback(lambda done: _mirror(done, result))
-                entry = self._memo[key] = _Shared(task, loop, result)
-        assert entry is not None
-        if mine:
-            return await entry.task, True
-        if entry.loop is loop:
-            return await asyncio.shield(entry.task), False
-        return await asyncio.wrap_future(entry.result), False
+                return await entry.task, True
+            try:
+                if entry.loop is loop:
+                    return await asyncio.shield(entry.task), False
+                # shielded: a waiter cancelled here must not cancel the result for the others
+                return await asyncio.shield(asyncio.wrap_future(entry.result)), False
+            except asyncio.CancelledError:
+                if not (entry.task.cancelled() or entry.result.cancelled()):
+                    raise  # this caller was cancelled
+                # the computing caller was cancelled, not this one: compute it again
 
     async def ask(self, template: PromptTemplate, **values: Any) -> JudgeCall[Any]:
         """Render ``template`` and send it through the judge engine.
