@@ -138,6 +138,7 @@ class Registry:
         self._lock = threading.RLock()
         self._pending: dict[str, list[ProviderSpec]] = {}
         self._plugins_loaded = False
+        self._plugins_lock = threading.RLock()
         self.plugin_errors: list[str] = []
         """Entry points that failed to load, with why (shown by ``ragbridge metrics``)."""
 
@@ -271,8 +272,12 @@ class Registry:
     # ------------------------------------------------------------------ plugins and messages
 
     def load_plugins(self) -> None:
-        """Load the ``ragbridge.providers`` entry points once (a failing one is recorded)."""
-        with self._lock:
+        """Load the ``ragbridge.providers`` entry points once (a failing one is recorded).
+
+        Under a lock of its own, not the registry's: a plugin's import may wait on an import
+        another thread holds while that thread registers a measure.
+        """
+        with self._plugins_lock:  # reentrant: a plugin may look a measure up while it loads
             if self._plugins_loaded:
                 return
             self._plugins_loaded = True
