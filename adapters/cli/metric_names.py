@@ -35,11 +35,12 @@ __all__ = [
 EXAMPLE_CUTOFF = 5
 
 
-def _names(kind: str) -> list[str]:
-    return [m.name for m in REGISTRY.measures(kind=kind)]
+def _names(kind: str, *, plugins: bool = True) -> list[str]:
+    return [m.name for m in REGISTRY.measures(kind=kind, plugins=plugins)]
 
 
-RANKING_NAMES: tuple[str, ...] = tuple(_names("ranking"))
+# Built in: listing them at import must not load the plugins (an import of each adapter).
+RANKING_NAMES: tuple[str, ...] = tuple(_names("ranking", plugins=False))
 """The ranking measures as the messages list them: ``recall@k``, ``mrr``, ..."""
 
 
