@@ -616,6 +616,7 @@ class DeepEvalJudge(DeepEvalBaseLLM):  # type: ignore[no-untyped-call]
     def __init__(
         self,
         judge: Judge | JudgeEngine,
+        /,
         *,
         settings: Settings | None = None,
         **options: Unpack[SettingsOptions],
