@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import functools
 import re
 import threading
@@ -67,14 +68,20 @@ class PlannedCall:
 
 @dataclass
 class _Shared:
-    """One sub-result being computed: the task on its loop, mirrored for other loops."""
+    """One sub-result being computed: the task on its loop, and (made when another loop first
+    waits for it) a thread-safe mirror of its outcome."""
 
-    task: asyncio.Task[Any]
+    task: asyncio.Future[Any]
     loop: asyncio.AbstractEventLoop
-    result: concurrent.futures.Future[Any]
+    result: concurrent.futures.Future[Any] | None = None
 
 
-def _mirror(task: asyncio.Task[Any], result: concurrent.futures.Future[Any]) -> None:
+def _abandoned(entry: _Shared) -> bool:
+    """Whether the computation was cancelled, or its loop closed before it finished."""
+    return entry.task.cancelled() or (entry.result is not None and entry.result.cancelled())
+
+
+def _mirror(task: asyncio.Future[Any], result: concurrent.futures.Future[Any]) -> None:
     if result.done():
         return
     if task.cancelled():
@@ -109,24 +116,42 @@ class MetricContext:
         while True:
             with self._lock:
                 entry = self._memo.get(key)
-                mine = entry is None or entry.task.cancelled()
+                mine = entry is None or _abandoned(entry)
                 if mine:
-                    task: asyncio.Task[R] = loop.create_task(_awaited(compute))
-                    result: concurrent.futures.Future[R] = concurrent.futures.Future()
-                    task.add_done_callback(functools.partial(_mirror, result=result))
-                    entry = self._memo[key] = _Shared(task, loop, result)
+                    entry = self._memo[key] = _Shared(asyncio.ensure_future(compute()), loop)
             assert entry is not None
             if mine:
                 return await entry.task, True
             try:
                 if entry.loop is loop:
                     return await asyncio.shield(entry.task), False
-                # shielded: a waiter cancelled here must not cancel the result for the others
-                return await asyncio.shield(asyncio.wrap_future(entry.result)), False
+                return await self._from_other_loop(entry), False
             except asyncio.CancelledError:
-                if not (entry.task.cancelled() or entry.result.cancelled()):
+                if not _abandoned(entry):
                     raise  # this caller was cancelled
                 # the computing caller was cancelled, not this one: compute it again
+
+    async def _from_other_loop(self, entry: _Shared) -> Any:
+        """Wait for a sub-result computed on another loop (another thread's)."""
+        with self._lock:
+            if entry.result is None:
+                result: concurrent.futures.Future[Any] = concurrent.futures.Future()
+                entry.result = result
+                # A closed loop raises RuntimeError: its task is done or never will be (below).
+                with contextlib.suppress(RuntimeError):
+                    entry.loop.call_soon_threadsafe(
+                        entry.task.add_done_callback, functools.partial(_mirror, result=result)
+                    )
+            result = entry.result
+        # shielded: a waiter cancelled here must not cancel the result for the others
+        waiting = asyncio.shield(asyncio.wrap_future(result))
+        while not result.done():
+            await asyncio.wait([waiting], timeout=0.05)
+            if not result.done() and entry.task.done():
+                _mirror(entry.task, result)  # its loop stopped before the mirror ran
+            elif not result.done() and entry.loop.is_closed():
+                result.cancel()  # closed with the task unfinished: compute it again
+        return await waiting
 
     async def ask(self, template: PromptTemplate, **values: Any) -> JudgeCall[Any]:
         """Render ``template`` and send it through the judge engine.
@@ -322,10 +347,6 @@ def declare(
         factory=cls,
     )
     return register_measure(measure, default=own)
-
-
-async def _awaited(compute: Callable[[], Awaitable[R]]) -> R:
-    return await compute()
 
 
 def _nonblank(value: str | list[Any]) -> bool:
