@@ -1,0 +1,165 @@
+"""What the offline providers' numbers are worth, on public labelled dev data (issue 15).
+
+    python benchmarks/offline_quality.py [--embedder local|hash] [--data DIR]
+
+Reads ``../shared/data/short_answer_dev/qa_pairs.jsonl`` (HaluEval QA generation, 100 of its
+500 questions; MIT; never copied into this repository). Each question has its supporting
+knowledge, the right answer (HotpotQA gold) and two answers an LLM was told to fabricate. The
+other 400 upstream rows are held out: this script never reads them.
+
+Prints, for the offline providers as they are now:
+
+* ``faithfulness:offline`` on short answers: AUROC of the right answer against each fabrication
+  style (one turn, multi turn), and the share of answers each scores as faithful (value >= 0.5);
+  next to the one-line lexical baseline of the data's README (the share of the answer's content
+  words found in the knowledge or the question). Skipped or failed cells count as 0.5 (no
+  evidence either way) and are counted.
+* ``answer_relevance:offline`` on pairs built from the same questions: the answer to this
+  question vs the answer to another question, and an abstention vs the right answer (AUROC);
+  and DeepEval's canonical answer-relevancy example, with its 0.7 threshold.
+
+The FaithBench (long summaries) figures are `benchmarks/offline_calibration.py`'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from ragbridge.core import Context, Sample, evaluate
+from ragbridge.core.stats import auroc
+from ragbridge.core.text import content_words
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "short_answer_dev"
+STYLES = ("hallucinated_answer_one_turn", "hallucinated_answer_multi_turn")
+ABSTENTION = "I don't know; the context does not say."
+
+# DeepEval's documentation example for AnswerRelevancyMetric (its threshold: 0.7).
+DEEPEVAL_EXAMPLE = Sample(
+    id="deepeval-example",
+    question="What if these shoes don't fit?",
+    answer="We offer a 30-day full refund at no extra cost.",
+    contexts=[
+        Context(text="All customers are eligible for a 30 day full refund at no extra cost.")
+    ],
+)
+
+
+def load(folder: Path) -> list[dict[str, Any]]:
+    path = folder / "qa_pairs.jsonl"
+    if not path.exists():
+        raise SystemExit(f"{path}: not found (the shared dev data sits beside the repository)")
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def lexical(answer: str, question: str, knowledge: str) -> float:
+    """The README's one-line baseline: content words of the answer found in knowledge+question."""
+    words = content_words(answer)
+    pool = set(content_words(knowledge)) | set(content_words(question))
+    return sum(w in pool for w in words) / len(words) if words else 0.5
+
+
+def _value(evaluation: Any, sample_id: str, metric: str) -> tuple[float, bool]:
+    score = evaluation.get(sample_id, metric)
+    if score is None or score.value is None:
+        return 0.5, False
+    return float(score.value), True
+
+
+def short_answers(rows: list[dict[str, Any]], embedder: Any) -> None:
+    samples = []
+    for row in rows:
+        for kind in ("right_answer", *STYLES):
+            samples.append(
+                Sample(
+                    id=f"{row['seed_index']}:{kind}",
+                    question=row["question"].strip(),
+                    answer=row[kind],
+                    contexts=[Context(text=row["knowledge"].strip())],
+                )
+            )
+    evaluation = evaluate(samples, ["faithfulness:offline"], embedder=embedder)
+    print(f"faithfulness:offline on short answers ({len(rows)} questions)")
+    print("  style        AUROC (offline)  AUROC (lexical)  judged faithful: right / fabricated")
+    for style in STYLES:
+        labels: list[int] = []
+        mine: list[float] = []
+        base: list[float] = []
+        unscored = 0
+        faithful = {1: 0, 0: 0}
+        for row in rows:
+            for kind, label in (("right_answer", 1), (style, 0)):
+                value, scored = _value(evaluation, f"{row['seed_index']}:{kind}", "faithfulness")
+                unscored += not scored
+                labels.append(label)
+                mine.append(value)
+                faithful[label] += value >= 0.5
+                base.append(lexical(row[kind], row["question"], row["knowledge"]))
+        name = style.removeprefix("hallucinated_answer_")
+        print(
+            f"  {name:<11}  {auroc(labels, mine):.3f}            {auroc(labels, base):.3f}"
+            f"            {faithful[1]} / {faithful[0]} of {len(rows)}"
+            f"   ({unscored} cells skipped or failed, counted 0.5)"
+        )
+
+
+def answer_relevance(rows: list[dict[str, Any]], embedder: Any) -> None:
+    shuffled = list(range(len(rows)))
+    random.Random(0).shuffle(shuffled)
+    samples: list[Sample] = []
+    pairs: list[tuple[str, str, str]] = []  # (kind, positive id, negative id)
+    for i, row in enumerate(rows):
+        other = rows[shuffled[i]] if shuffled[i] != i else rows[(i + 1) % len(rows)]
+        question = row["question"].strip()
+        own = Sample(id=f"{i}:own", question=question, answer=row["right_answer"])
+        foreign = Sample(id=f"{i}:other", question=question, answer=other["right_answer"])
+        declined = Sample(id=f"{i}:abstain", question=question, answer=ABSTENTION)
+        samples += [own, foreign, declined]
+        pairs += [("other question's answer", own.id, foreign.id)]
+        pairs += [("abstention", own.id, declined.id)]
+    evaluation = evaluate(
+        [*samples, DEEPEVAL_EXAMPLE], ["answer_relevance:offline"], embedder=embedder
+    )
+    print(f"answer_relevance:offline ({len(rows)} questions)")
+    for kind in ("other question's answer", "abstention"):
+        labels: list[int] = []
+        values: list[float] = []
+        for k, positive, negative in pairs:
+            if k != kind:
+                continue
+            for sample_id, label in ((positive, 1), (negative, 0)):
+                labels.append(label)
+                values.append(_value(evaluation, sample_id, "answer_relevance")[0])
+        print(f"  own answer vs {kind:<24} AUROC {auroc(labels, values):.3f}")
+    example, _ = _value(evaluation, DEEPEVAL_EXAMPLE.id, "answer_relevance")
+    verdict = "passes" if example >= 0.7 else "fails"
+    print(f"  DeepEval's canonical example: {example:.3f} ({verdict} its 0.7 threshold)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--embedder", choices=("local", "hash"), default="local")
+    args = parser.parse_args()
+    rows = load(args.data)
+    if args.embedder == "hash":
+        from ragbridge.core.testing import HashEmbedder
+
+        embedder: Any = HashEmbedder()
+    else:
+        from ragbridge.adapters.local import LocalEmbedder
+
+        embedder = LocalEmbedder()
+    print(f"embedder: {embedder.model}")
+    short_answers(rows, embedder)
+    answer_relevance(rows, embedder)
+
+
+if __name__ == "__main__":
+    main()
