@@ -438,8 +438,11 @@ class RagbridgeMetric(BaseMetric):  # type: ignore[no-untyped-call]
 
     Every constructor argument is kept under its own name because DeepEval's ``evaluate``
     copies metrics by calling the class again with them; copies share one `Scorer` (its judge
-    engine and cache). How models are called is ``settings=`` or its fields as keywords
-    (``judge=``, ``cache=``, ``price=``, ...), as for `ragbridge.core.evaluate`.
+    engine and cache). Metrics built on one ``scorer=`` that holds several metrics share each
+    test case's sub-results (the claims faithfulness extracts serve hallucination), as the
+    Scorer keeps one record per test case content. How models are called is ``settings=`` or
+    its fields as keywords (``judge=``, ``cache=``, ``price=``, ...), as for
+    `ragbridge.core.evaluate`.
     """
 
     def __init__(
@@ -464,12 +467,12 @@ class RagbridgeMetric(BaseMetric):  # type: ignore[no-untyped-call]
             )
         self.contexts_from: ContextsFrom = contexts_from
         resolved = metric if isinstance(metric, Metric) else resolve_metrics([metric])[0]
-        self.metric = resolved
         if scorer is None:
             scorer = Scorer([resolved], settings=settings, **options)
-        elif scorer.names != [resolved.name]:
-            raise ValueError(f"scorer scores {scorer.names}, not [{resolved.name!r}]")
+        elif resolved.name not in scorer.names:
+            raise ValueError(f"scorer scores {scorer.names}, not {resolved.name!r}")
         self.scorer = scorer
+        self.metric = resolved = scorer.metrics[scorer.names.index(resolved.name)]
         self.settings = scorer.settings  # kept by this name: DeepEval copies metrics by it
         self.higher_is_better = type(resolved).higher_is_better
         self.threshold = (1.0 if self.higher_is_better else 0.0) if strict_mode else threshold
@@ -496,15 +499,17 @@ class RagbridgeMetric(BaseMetric):  # type: ignore[no-untyped-call]
     ) -> float | None:
         """Score ``test_case`` (``*args``/``**kwargs`` are DeepEval's display flags, unused)."""
         sample = from_test_case(test_case, contexts_from=self.contexts_from)
-        return self._apply(self.scorer.score(sample)[self.metric.name])
+        name = self.metric.name
+        return self._apply(self.scorer.score(sample, only=[name])[name])
 
     async def a_measure(  # type: ignore[override]
         self, test_case: LLMTestCase, *args: Any, **kwargs: Any
     ) -> float | None:
         """The async form of `measure`, on the caller's event loop."""
         sample = from_test_case(test_case, contexts_from=self.contexts_from)
-        scores = await self.scorer.ascore(sample)
-        return self._apply(scores[self.metric.name])
+        name = self.metric.name
+        scores = await self.scorer.ascore(sample, only=[name])
+        return self._apply(scores[name])
 
     def _apply(self, score: Score) -> float | None:
         self.last_score = score

@@ -235,3 +235,24 @@ def test_cancelling_one_caller_does_not_fail_the_others() -> None:
     first, second = asyncio.run(main())
     assert first["faithfulness"].value is not None
     assert second["hallucination"].value is not None
+
+
+def test_deepeval_metrics_on_one_scorer_share_a_test_cases_sub_results() -> None:
+    """Before: a shared ``scorer=`` had to score exactly the one metric, so faithfulness and
+    hallucination as two DeepEval metrics each extracted the claims."""
+    judge = CountingJudge(delay=0.02)
+    scorer = Scorer(["faithfulness", "hallucination"], judge=judge)
+    metrics = [deepeval_adapter.RagbridgeMetric(n, scorer=scorer) for n in scorer.names]
+    case = deepeval_adapter.to_test_case(SAMPLE)
+
+    async def main() -> list[float | None]:
+        return await asyncio.gather(*(m.a_measure(case) for m in metrics))
+
+    faithfulness, hallucination = asyncio.run(main())
+    assert judge.by_task == {"answer.analyze": 1, "faithfulness.verify": 1}
+    assert faithfulness is not None
+    assert hallucination is not None
+    assert metrics[1].measure(case) == hallucination  # the record is gone: scored again
+    assert judge.calls == 4
+    with pytest.raises(ValueError, match="not 'answer_relevance'"):
+        deepeval_adapter.RagbridgeMetric("answer_relevance", scorer=scorer)
