@@ -41,20 +41,16 @@ Why it looks the way it does:
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import random
 import threading
-import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 from typing_extensions import Unpack
 
+from ragbridge.core.background import BackgroundScoring
 from ragbridge.core.metrics.base import Metric
-from ragbridge.core.results import Evaluation, FailureKind, Score
+from ragbridge.core.results import FailureKind, Score
 from ragbridge.core.runner import resolve_metrics, run_sync
 from ragbridge.core.sample import Context, Sample
 from ragbridge.core.scoring import Scorer, explain
@@ -386,7 +382,7 @@ class _LiveCapture(RetrievalCapture):
 
     def _event(self, event: BaseEvent) -> None:
         try:
-            if threading.get_ident() == self._live._worker_ident:
+            if self._live.on_worker_thread():
                 return  # the judge's own LLM calls, made while scoring
             with self._lock:
                 if not self._active:
@@ -411,7 +407,7 @@ class _LiveCapture(RetrievalCapture):
                 retrievals = self._by_root.pop(root, [])
             self._live._query_ended(event, root, retrievals)
         except Exception as exc:  # the dispatcher would swallow it silently
-            self._live._error(f"query end handling failed: {type(exc).__name__}: {exc}")
+            self._live.note_error(f"query end handling failed: {type(exc).__name__}: {exc}")
 
     def _span_exit(self, id_: str) -> None:
         with self._lock:
@@ -425,22 +421,7 @@ class _LiveCapture(RetrievalCapture):
             self._by_root.clear()
 
 
-@dataclass
-class _Pending:
-    sample: Sample
-    future: concurrent.futures.Future[None] | None = None
-
-
-@dataclass
-class _Counts:
-    seen: int = 0
-    skipped: int = 0
-    dropped: int = 0
-    scored: int = 0
-    ids: set[str] = field(default_factory=set)
-
-
-class LiveScoring:
+class LiveScoring(BackgroundScoring):
     """Scores every top-level query a LlamaIndex query engine answers while it is open.
 
     Build it with `score_queries`. Each query that ends is sampled with probability
@@ -450,7 +431,7 @@ class LiveScoring:
     ``max_pending`` were already waiting, ``scored`` those whose scores are recorded, and
     ``pending`` those still being scored. ``close`` (or leaving the ``with`` block) stops
     listening, waits for pending scoring (up to ``close_timeout``; what is left is recorded as
-    ``cancelled`` failures) and stops the worker.
+    ``cancelled`` failures) and stops the worker (`ragbridge.core.background`).
 
     Sample ids come from the ``id_tag`` instrument tag when the query ran under
     ``instrument_tags({id_tag: ...})``, else ``"query-<n>"`` in the order queries ended.
@@ -474,225 +455,45 @@ class LiveScoring:
         settings: Settings | None = None,
         **options: Unpack[SettingsOptions],
     ) -> None:
-        if not 0.0 <= sample_rate <= 1.0:
-            raise ValueError(f"sample_rate must lie within [0, 1], got {sample_rate!r}")
-        if max_pending < 1:
-            raise ValueError(f"max_pending must be >= 1, got {max_pending!r}")
-        self.scorer = Scorer(metrics, settings=settings, **options)
-        self.sample_rate = float(sample_rate)
-        self.seed = seed
+        super().__init__(
+            Scorer(metrics, settings=settings, **options),
+            sample_rate=sample_rate,
+            seed=seed,
+            max_pending=max_pending,
+            close_timeout=close_timeout,
+            id_prefix="query-",
+            thread_name="ragbridge-live",
+        )
         self.id_tag = id_tag
         self.use_ref_doc_id = use_ref_doc_id
-        self.max_pending = max_pending
-        self.close_timeout = close_timeout
-        self.evaluation = Evaluation(
-            metadata={
-                "metrics": {
-                    m.name: {"class": type(m).__name__, "provider": m.provider}
-                    for m in self.scorer.metrics
-                },
-                "judge_model": self.scorer.judge.model if self.scorer.judge else None,
-                "sample_rate": self.sample_rate,
-                "seed": seed,
-            }
-        )
-        self.samples: list[Sample] = []
-        self.errors: list[str] = []
-        self._rng = random.Random(seed)
-        self._lock = threading.Lock()
-        self._counts = _Counts()
-        self._pending: dict[str, _Pending] = {}
         self._capture = _LiveCapture(self)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._worker_ident: int | None = None
-        self._state = "new"  # new -> open -> closed
 
-    # -- counters
-    @property
-    def seen(self) -> int:
-        return self._counts.seen
-
-    @property
-    def skipped(self) -> int:
-        return self._counts.skipped
-
-    @property
-    def dropped(self) -> int:
-        return self._counts.dropped
-
-    @property
-    def scored(self) -> int:
-        return self._counts.scored
-
-    @property
-    def pending(self) -> int:
-        return len(self._pending)
-
-    @property
-    def active(self) -> bool:
-        return self._state == "open"
-
-    # -- lifecycle
-    def open(self) -> LiveScoring:
-        """Start the worker and listen (idempotent while open; a closed one cannot reopen)."""
-        with self._lock:
-            if self._state == "open":
-                return self
-            if self._state == "closed":
-                raise RuntimeError("this LiveScoring is closed; start a new one")
-            loop = asyncio.new_event_loop()
-            started = threading.Event()
-            thread = threading.Thread(
-                target=self._work, args=(loop, started), name="ragbridge-live", daemon=True
-            )
-            thread.start()
-            started.wait()
-            self._loop, self._thread = loop, thread
-            self._state = "open"
+    def _start_listening(self) -> None:
         self._capture.open()
-        return self
 
-    def _work(self, loop: asyncio.AbstractEventLoop, started: threading.Event) -> None:
-        self._worker_ident = threading.get_ident()
-        asyncio.set_event_loop(loop)
-        started.set()
-        try:
-            loop.run_forever()
-        finally:
-            tasks = asyncio.all_tasks(loop)
-            for task in tasks:
-                task.cancel()
-            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait until the scoring of every query seen so far is recorded; False on timeout."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self._pending:
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                return False
-            with self._lock:
-                futures = [p.future for p in self._pending.values() if p.future is not None]
-            if futures:
-                concurrent.futures.wait(
-                    futures, timeout=left, return_when=concurrent.futures.FIRST_COMPLETED
-                )
-            else:  # a query is between being sampled and being handed to the worker
-                time.sleep(0.005)
-        return True
-
-    def close(self, timeout: float | None = None) -> bool:
-        """Stop listening, wait for pending scoring (``timeout`` defaults to ``close_timeout``)
-        and stop the worker. Returns False when scoring was cut short by the timeout."""
-        with self._lock:
-            if self._state != "open":
-                self._state = "closed"
-                return not self._pending
-            self._state = "closed"
+    def _stop_listening(self) -> None:
         self._capture.close()
-        finished = self.wait(self.close_timeout if timeout is None else timeout)
-        if not finished:
-            with self._lock:
-                left = list(self._pending.values())
-            for item in left:
-                if item.future is not None:
-                    item.future.cancel()
-                message = "scoring did not finish before close(timeout=...)"
-                self._record(
-                    item.sample.id,
-                    {n: Score.fail(FailureKind.CANCELLED, message) for n in self.scorer.names},
-                )
-        loop, thread = self._loop, self._thread
-        if loop is not None and thread is not None:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join()
-        self._finish_metadata()
-        return finished
-
-    async def aclose(self, timeout: float | None = None) -> bool:
-        """`close` without blocking the running event loop."""
-        return await asyncio.to_thread(self.close, timeout)
-
-    def __enter__(self) -> LiveScoring:
-        return self.open()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> LiveScoring:
-        return self.open()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    def _finish_metadata(self) -> None:
-        meta = self.evaluation.metadata
-        meta.update(seen=self.seen, skipped=self.skipped, dropped=self.dropped, scored=self.scored)
-        engine = self.scorer.judge
-        if engine is not None:
-            meta["judge_stats"] = {
-                "calls": engine.stats.calls,
-                "cached": engine.stats.cached,
-                "retries": engine.stats.retries,
-                "failures": engine.stats.failures,
-            }
-        if self.errors:
-            meta["errors"] = list(self.errors)
 
     # -- called from the dispatcher (the user's thread or task): quick, never raises
-    def _error(self, message: str) -> None:
-        with self._lock:
-            self.errors.append(message)
-
     def _query_ended(
         self, event: QueryEndEvent, root: str, retrievals: list[CapturedRetrieval]
     ) -> None:
         tags = dict(event.tags)
-        with self._lock:
-            if self._state != "open" or self._loop is None:
-                return
-            counts = self._counts
-            counts.seen += 1
-            number = counts.seen
-            if self.sample_rate < 1.0 and self._rng.random() >= self.sample_rate:
-                counts.skipped += 1
-                return
-            if len(self._pending) >= self.max_pending:
-                counts.dropped += 1
-                return
-            sample_id = self._new_id(tags, number)
-            loop = self._loop
+        sample_id = self.admit(tags.get(self.id_tag) if self.id_tag else None)
+        if sample_id is None:
+            return
         try:
             sample, skip = self._sample_of(sample_id, event, root, tags, retrievals)
         except Exception as exc:
             sample = Sample(id=sample_id, question=_safe_query(event), metadata={"span_id": root})
             message = f"could not read the query: {type(exc).__name__}: {exc}"
             failure = Score.fail(FailureKind.INVALID_INPUT, message)
-            self._start(sample)
-            self._record(sample_id, dict.fromkeys(self.scorer.names, failure))
+            self.settle(sample, dict.fromkeys(self.scorer.names, failure))
             return
-        self._start(sample)
         if skip is not None:
-            self._record(sample_id, {n: Score.skip(skip) for n in self.scorer.names})
+            self.settle(sample, {n: Score.skip(skip) for n in self.scorer.names})
             return
-        future = asyncio.run_coroutine_threadsafe(self._score(sample), loop)
-        with self._lock:
-            item = self._pending.get(sample_id)
-            if item is not None:
-                item.future = future
-
-    def _new_id(self, tags: Mapping[str, Any], number: int) -> str:
-        tagged = tags.get(self.id_tag) if self.id_tag else None
-        base = str(tagged) if tagged is not None and str(tagged) else f"query-{number}"
-        sample_id, n = base, 1
-        while sample_id in self._counts.ids:
-            n += 1
-            sample_id = f"{base}#{n}"
-        self._counts.ids.add(sample_id)
-        return sample_id
+        self.submit(sample)
 
     def _sample_of(
         self,
@@ -726,28 +527,6 @@ class LiveScoring:
             metadata=meta,
         )
         return sample, skip
-
-    def _start(self, sample: Sample) -> None:
-        with self._lock:
-            self.samples.append(sample)
-            self._pending[sample.id] = _Pending(sample)
-
-    # -- on the worker loop
-    async def _score(self, sample: Sample) -> None:
-        try:
-            scores = await self.scorer.ascore(sample)
-        except Exception as exc:  # a bug must become rows, not a lost query
-            failure = Score.fail(FailureKind.JUDGE_ERROR, f"{type(exc).__name__}: {exc}")
-            scores = dict.fromkeys(self.scorer.names, failure)
-        self._record(sample.id, scores)
-
-    def _record(self, sample_id: str, scores: Mapping[str, Score]) -> None:
-        with self._lock:
-            if self._pending.pop(sample_id, None) is None:
-                return  # already recorded (e.g. cancelled at close)
-            for name, score in scores.items():
-                self.evaluation.add(sample_id, name, score)
-            self._counts.scored += 1
 
 
 def _safe_query(event: QueryEndEvent) -> str:
