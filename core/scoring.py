@@ -13,7 +13,8 @@ only=[...], key=...)`` serves them all from one mechanism: the calls for one rec
 metric is computed at most once per record whoever asks and from wherever (a
 `concurrent.futures.Future` per record and metric, awaited from any loop or thread), and the
 records kept are bounded (least recently used first out; a record is dropped once every metric
-was asked for, unless the Scorer keeps every record for a sink that reads them back).
+has its Score, unless the Scorer keeps every record for a sink that reads them back — then it
+keeps the Scores and lets the shared sub-results go).
 
 `explain` turns a `Score` into the few lines a person reads in a framework's UI or a failed
 test: the reason, then each claim, statement or context with its verdict.
@@ -165,10 +166,11 @@ class Scorer:
                 for name in mine:
                     record.futures[name] = concurrent.futures.Future()
                 futures = {n: record.futures[n] for n in names}
-                record.asked.update(names)
                 ctx = record.ctx
+                if mine and ctx is None:  # not reached: a record without one has every Score
+                    ctx = record.ctx = self._context()
                 self._evict()
-            if mine:
+            if mine and ctx is not None:
                 await self._compute(sample, mine, ctx, futures, record, key)
             try:
                 # shielded: a waiter cancelled here must not cancel the Score for the others
@@ -179,9 +181,13 @@ class Scorer:
                     raise  # this caller was cancelled
                 # the computing caller was cancelled, not this one: compute it again
         with self._lock:
-            done = all(f.done() for f in record.futures.values())
-            complete = done and record.asked >= set(self.names)
-            if self.records is not None and complete and self._records.get(key) is record:
+            # Complete: every metric has its Score (a cancelled one was taken out, not kept).
+            complete = len(record.futures) == len(self.names) and all(
+                f.done() for f in record.futures.values()
+            )
+            if complete and self.records is None:
+                record.ctx = None  # kept for its Scores only: no sub-result is asked for again
+            elif complete and self._records.get(key) is record:
                 del self._records[key]
         return scores
 
@@ -245,11 +251,11 @@ def fingerprint(sample: Sample) -> str:
 
 @dataclass(eq=False)
 class _Record:
-    """One record's shared sub-results and its scores, one future per metric."""
+    """One record's shared sub-results (until it is complete) and its scores, one future per
+    metric."""
 
-    ctx: MetricContext
+    ctx: MetricContext | None
     futures: dict[str, concurrent.futures.Future[Score]] = field(default_factory=dict)
-    asked: set[str] = field(default_factory=set)
 
 
 _ITEM_KEYS = ("claims", "statements", "contexts")

@@ -12,10 +12,12 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib
 import inspect
 import threading
 import uuid
+import weakref
 from collections.abc import Callable
 from dataclasses import fields
 from types import SimpleNamespace
@@ -256,3 +258,32 @@ def test_deepeval_metrics_on_one_scorer_share_a_test_cases_sub_results() -> None
     assert judge.calls == 4
     with pytest.raises(ValueError, match="not 'answer_relevance'"):
         deepeval_adapter.RagbridgeMetric("answer_relevance", scorer=scorer)
+
+
+def test_a_kept_record_lets_its_sub_results_go_once_complete(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Scorer keeping every record (LangSmith's, for its summary evaluators) holds a run's
+    Scores, not its claims and verdicts, once every metric was scored."""
+    contexts: list[weakref.ref[Any]] = []
+    made = Scorer._context
+
+    def remembered(self: Scorer) -> Any:
+        ctx = made(self)
+        contexts.append(weakref.ref(ctx))
+        return ctx
+
+    monkeypatch.setattr(Scorer, "_context", remembered)
+    judge = CountingJudge()
+    scorer = Scorer(["faithfulness", "hallucination"], judge=judge, records=None)
+    scorer.score(SAMPLE, key="run-1", only=["faithfulness"])
+    gc.collect()
+    assert contexts[0]() is not None  # hallucination may still ask for the claims
+    first = scorer.score(SAMPLE, key="run-1", only=["hallucination"])
+    gc.collect()
+    assert [c() for c in contexts] == [None]
+    assert scorer.kept == 1
+    again = scorer.score(SAMPLE, key="run-1")  # read back, not scored again
+    assert again["hallucination"] == first["hallucination"]
+    assert judge.calls == 2
+    assert len(contexts) == 1
