@@ -95,6 +95,32 @@ def words(text: str) -> list[str]:
     return [w.lower().replace("’", "'") for w in _WORD.findall(text)]
 
 
+_SUFFIXES = (
+    "ations", "ation", "ings", "ing", "ies", "als", "al", "ers", "er", "es", "ed", "e", "s",
+)  # fmt: skip
+
+
+def term(word: str) -> str:
+    """A word as facts are compared: a possessive dropped ("everest's" = "everest"), accents
+    folded ("Säuwäntzt" = "sauwantzt") and a common suffix cut ("approves" = "approval" =
+    "approv", "metres" = "metre"), the same on both sides of a comparison. Crude on purpose:
+    it must only make two forms of one word meet, never be read."""
+    word = word[:-2] if word.endswith("'s") else word
+    folded = "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+    if folded.isdigit():
+        return folded
+    for suffix in _SUFFIXES:
+        if folded.endswith(suffix) and len(folded) - len(suffix) >= 4:
+            return folded[: -len(suffix)]
+    return folded
+
+
+def terms(text: str) -> set[str]:
+    """The facts' vocabulary of ``text``: its content words as `term`s, and its numbers
+    (``8,849`` = ``8849``)."""
+    return {term(w) for w in content_words(text) if not w.isdigit()} | numbers(text)
+
+
 def content_words(text: str) -> list[str]:
     """`words` minus stop words: what token-overlap measures count."""
     return [w for w in words(text) if w not in STOPWORDS]

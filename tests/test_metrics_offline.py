@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,7 +31,7 @@ from ragbridge.core.metrics.offline import (
 )
 from ragbridge.core.results import FailureKind
 from ragbridge.core.testing import HashEmbedder
-from ragbridge.core.text import abstention, normalise, salient, sentences
+from ragbridge.core.text import abstention, normalise, salient, sentences, terms
 
 
 @dataclass
@@ -452,3 +453,56 @@ def test_offline_and_nli_providers_skip_an_abstention_without_a_model_call() -> 
             )
     assert embedder.seen == []
     assert nli.pairs == []
+
+
+# ------------------------------------------------------------------ short answers (issue 15)
+
+PEGGY = (
+    'Margaret "Peggy" Seeger (born June 17, 1935) is an American folksinger. She was married to '
+    "the singer Ewan MacColl until his death in 1989. James Henry Miller, better known by his "
+    "stage name Ewan MacColl, was an English folk singer."
+)
+WIFE = "What nationality was James Henry Miller's wife?"
+
+
+def _faith(question: str, answer: str, context: str, metric: str = "faithfulness") -> Any:
+    sample = Sample(id="s", question=question, answer=answer, contexts=[Context(text=context)])
+    score = evaluate([sample], [f"{metric}:offline"], embedder=HashEmbedder()).get("s", metric)
+    assert score is not None
+    return score
+
+
+def test_a_short_answer_is_checked_with_its_question_folded_in() -> None:
+    """Before: "American" and "Scottish" both scored 0 — a word alone is not a claim."""
+    right = _faith(WIFE, "American", PEGGY)
+    made_up = _faith(WIFE, "Scottish", PEGGY)
+    restated = _faith(WIFE, "James Henry Miller's wife was British.", PEGGY)
+    assert (right.value, made_up.value, restated.value) == (1.0, 0.0, 0.0)
+    assert right.details["short_answer"] is True
+    assert right.details["claims"][0]["terms"] == ["american"]
+    assert restated.details["claims"][0]["missing_terms"] == ["british"]
+    assert _faith(WIFE, "Scottish", PEGGY, "hallucination").value == 1.0
+
+
+def test_possessives_numbers_and_accents_meet_their_other_forms() -> None:
+    """Before: "Mount Everest's elevation" left 'everest' missing; "Säuwäntzt" != "Sauwantzt"."""
+    everest = _faith(
+        "How tall is Mount Everest?",
+        "Mount Everest is 8849 metres tall.",
+        "Mount Everest's elevation is 8,849 metres.",
+    )
+    assert everest.value == 1.0
+    band = _faith(
+        "Which band is from Eichenzell?",
+        "Die Rhoner Sauwantzt.",
+        "Die Rhöner Säuwäntzt are a Skiffle-Bluesband from Eichenzell-Lütter in Hessen.",
+    )
+    assert band.value == 1.0
+    assert terms("Everest's metres, approval") == terms("everest metre approves")
+
+
+def test_long_answers_keep_the_sentence_matcher() -> None:
+    long_answer = " ".join(["Peggy Seeger is an American folksinger."] * 3)
+    score = _faith(WIFE, long_answer, PEGGY)
+    assert score.details["short_answer"] is False
+    assert "terms" not in score.details["claims"][0]
