@@ -14,6 +14,11 @@ Prints, for the offline providers as they are now:
   next to the one-line lexical baseline of the data's README (the share of the answer's content
   words found in the knowledge or the question). Skipped or failed cells count as 0.5 (no
   evidence either way) and are counted.
+* counterfactual contexts, built from the same rows: where the right answer occurs verbatim in
+  the knowledge and the one-turn fabrication is short (at most five words) and absent from it,
+  the knowledge is edited to state the fabrication instead; the faithful answer is then the
+  fabrication. Counted: how often ``faithfulness:offline`` scores it strictly above the
+  (now unsupported) right answer, next to the lexical baseline.
 * ``answer_relevance:offline`` on pairs built from the same questions: the answer to this
   question vs the answer to another question, and an abstention vs the right answer (AUROC);
   and DeepEval's canonical answer-relevancy example, with its 0.7 threshold.
@@ -27,6 +32,7 @@ import argparse
 import json
 import os
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +115,51 @@ def short_answers(rows: list[dict[str, Any]], embedder: Any) -> None:
         )
 
 
+def counterfactual(rows: list[dict[str, Any]], embedder: Any) -> None:
+    samples: list[Sample] = []
+    pairs: list[tuple[str, str, float, float]] = []
+    for row in rows:
+        right, fake = row["right_answer"].strip(), row[STYLES[0]].strip().rstrip(".")
+        knowledge, question = row["knowledge"].strip(), row["question"].strip()
+        if (
+            right.lower() not in knowledge.lower()
+            or len(fake.split()) > 5
+            or fake.lower() in knowledge.lower()
+        ):
+            continue
+        edited = re.sub(re.escape(right), fake, knowledge, flags=re.IGNORECASE)
+        base = f"{row['seed_index']}:cf"
+        for kind, answer in (("fake", fake), ("right", right)):
+            samples.append(
+                Sample(
+                    id=f"{base}:{kind}",
+                    question=question,
+                    answer=answer,
+                    contexts=[Context(text=edited)],
+                )
+            )
+        pairs.append(
+            (
+                base,
+                row["seed_index"],
+                lexical(fake, question, edited),
+                lexical(right, question, edited),
+            )
+        )
+    evaluation = evaluate(samples, ["faithfulness:offline"], embedder=embedder)
+    mine = sum(
+        _value(evaluation, f"{b}:fake", "faithfulness")[0]
+        > _value(evaluation, f"{b}:right", "faithfulness")[0]
+        for b, _, _, _ in pairs
+    )
+    base_wins = sum(f > r for _, _, f, r in pairs)
+    print(f"counterfactual contexts ({len(pairs)} rows of {len(rows)} could be edited)")
+    print(
+        f"  faithful (fabricated-into-context) answer preferred: offline {mine} of {len(pairs)}"
+        f" ({100 * mine / len(pairs):.0f}%), lexical {base_wins} of {len(pairs)}"
+    )
+
+
 def answer_relevance(rows: list[dict[str, Any]], embedder: Any) -> None:
     shuffled = list(range(len(rows)))
     random.Random(0).shuffle(shuffled)
@@ -158,6 +209,7 @@ def main() -> None:
         embedder = LocalEmbedder()
     print(f"embedder: {embedder.model}")
     short_answers(rows, embedder)
+    counterfactual(rows, embedder)
     answer_relevance(rows, embedder)
 
 

@@ -25,6 +25,8 @@ __all__ = [
     "numbers",
     "salient",
     "sentences",
+    "spell_units",
+    "terms",
     "words",
 ]
 
@@ -115,9 +117,36 @@ def term(word: str) -> str:
     return folded
 
 
+_UNITS = [
+    (re.compile(r"\s*[°º˚]\s*C\b"), " degrees celsius"),
+    (re.compile(r"\s*[°º˚]\s*F\b"), " degrees fahrenheit"),
+    (re.compile(r"(?<=\d)\s*km/h\b", re.IGNORECASE), " kilometres per hour"),
+    (re.compile(r"(?<=\d)\s*mph\b", re.IGNORECASE), " miles per hour"),
+    (re.compile(r"(?<=\d)\s*km\b", re.IGNORECASE), " kilometres"),
+    (re.compile(r"(?<=\d)\s*cm\b", re.IGNORECASE), " centimetres"),
+    (re.compile(r"(?<=\d)\s*mm\b", re.IGNORECASE), " millimetres"),
+    (re.compile(r"(?<=\d)\s*m\b"), " metres"),
+    (re.compile(r"(?<=\d)\s*kg\b", re.IGNORECASE), " kilograms"),
+    (re.compile(r"(?<=\d)\s*g\b"), " grams"),
+    (re.compile(r"(?<=\d)\s*lbs?\b", re.IGNORECASE), " pounds"),
+    (re.compile(r"(?<=\d)\s*ft\b", re.IGNORECASE), " feet"),
+    (re.compile(r"\bmeters?\b", re.IGNORECASE), "metres"),
+    (re.compile(r"\bkilometers?\b", re.IGNORECASE), "kilometres"),
+]
+"""Unit symbols spelt out (and US spelling made British), so "100 °C" meets "100 degrees
+Celsius" and "5 km" meets "5 kilometers". Symbols only after a number, where they are units."""
+
+
+def spell_units(text: str) -> str:
+    for pattern, words_ in _UNITS:
+        text = pattern.sub(words_, text)
+    return text
+
+
 def terms(text: str) -> set[str]:
-    """The facts' vocabulary of ``text``: its content words as `term`s, and its numbers
-    (``8,849`` = ``8849``)."""
+    """The facts' vocabulary of ``text``: its content words as `term`s, with unit symbols spelt
+    out (`spell_units`), and its numbers (``8,849`` = ``8849``)."""
+    text = spell_units(normalise(text))
     return {term(w) for w in content_words(text) if not w.isdigit()} | numbers(text)
 
 

@@ -42,8 +42,8 @@ POLICY = [
     Context(id="parking-1", text="Parking at the head office is free for all staff."),
 ]
 
-FAITHFUL_AT = 0.8
-"""The verdict rule of this example: faithful when at least this share of sentences is supported."""
+FAITHFUL_ABOVE = 0.5
+"""The offline provider's verdict: faithful above 0.5 (so a 0.50 is never called faithful)."""
 
 SAMPLES = [
     Sample(
@@ -97,8 +97,8 @@ def main() -> None:
         values = [f"{c.value:13.2f}" if c and c.value is not None else f"{'-':>13}" for c in cells]
         print(f"{sample.id:<14}" + "".join(values) + f"  {verdict(cells[0])}")
     print(
-        f"\nverdict: faithful when faithfulness >= {FAITHFUL_AT:.2f} (the share of answer "
-        "sentences a context supports), else unfaithful"
+        f"\nverdict: faithful when faithfulness > {FAITHFUL_ABOVE:.2f} (the mean support of the "
+        "answer's sentences), else unfaithful"
     )
     for sample in SAMPLES:
         score = result.get(sample.id, "faithfulness")
@@ -111,7 +111,7 @@ def verdict(score: Score | None) -> str:
     if score is None or score.value is None:
         why = "no score" if score is None else score.reason or "no value"
         return f"none ({why})"
-    return "faithful" if score.value >= FAITHFUL_AT else "unfaithful"
+    return "faithful" if score.value > FAITHFUL_ABOVE else "unfaithful"
 
 
 def explain(sample_id: str, score: Score | None) -> None:
@@ -121,6 +121,13 @@ def explain(sample_id: str, score: Score | None) -> None:
     print(f"\nwhy {sample_id!r} scores {score.value:.2f}:")
     needed = score.details.get("similarity_threshold")
     for claim in score.details["claims"]:
+        support = claim.get("support")  # short answers: a graded support per sentence
+        if support is not None and support < 1.0:
+            print(
+                f"  {claim['claim']!r}: support {support:.2f} (terms it adds found: "
+                f"{claim['term_coverage']:.2f}; its terms in one context sentence: "
+                f"{claim['co_support']:.2f})"
+            )
         if claim["supported"]:
             continue
         print(f"  unsupported: {claim['claim']!r}")

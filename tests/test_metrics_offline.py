@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from ragbridge.core import Context, Sample, evaluate
@@ -29,6 +31,8 @@ from ragbridge.core.metrics.offline import (
 from ragbridge.core.metrics.offline import (
     shortlist as _shortlist,
 )
+from ragbridge.core.metrics.offline.faithfulness import SHORT_ANSWER_MODEL
+from ragbridge.core.metrics.offline.matching import DEFAULT_COVERAGE
 from ragbridge.core.results import FailureKind
 from ragbridge.core.testing import HashEmbedder
 from ragbridge.core.text import abstention, normalise, salient, sentences, terms
@@ -56,6 +60,7 @@ CONTEXT = "The office opens at 9 am. Staff get 25 days of paid leave. Parking is
 
 
 def test_a_claim_needs_both_similarity_and_its_numbers() -> None:
+    """A long answer (three sentences) goes through the sentence matcher."""
     table = {
         "Staff get 25 days of paid leave.": [1.0, 0.0, 0.0],
         "Staff get 30 days of paid leave.": [0.99, 0.14, 0.0],  # cosine 0.99 to the context
@@ -65,11 +70,12 @@ def test_a_claim_needs_both_similarity_and_its_numbers() -> None:
     sample = Sample(
         id="s",
         question="How much leave?",
-        answer="Staff get 25 days of paid leave. Staff get 30 days of paid leave.",
+        answer="Staff get 25 days of paid leave. Staff get 30 days of paid leave. Parking is free.",
         contexts=[Context(text=CONTEXT)],
     )
     result = score(Faithfulness(provider="offline"), sample, TableEmbedder(table))
-    assert result.value == 0.5  # type: ignore[attr-defined]
+    assert result.details["short_answer"] is False  # type: ignore[attr-defined]
+    assert result.value == pytest.approx(2 / 3)  # type: ignore[attr-defined]
     claims = result.details["claims"]  # type: ignore[attr-defined]
     assert claims[0]["supported"] is True
     assert claims[0]["best_match"] == "Staff get 25 days of paid leave."
@@ -80,7 +86,30 @@ def test_a_claim_needs_both_similarity_and_its_numbers() -> None:
     assert result.judge_model == "table"  # type: ignore[attr-defined]
     assert result.usage.calls == 0  # type: ignore[attr-defined]
     hallucination = score(Hallucination(provider="offline"), sample, TableEmbedder(table))
-    assert hallucination.value == 0.5  # type: ignore[attr-defined]
+    assert hallucination.value == pytest.approx(1 / 3)  # type: ignore[attr-defined]
+
+
+def test_a_long_claim_needs_its_vocabulary_in_the_contexts() -> None:
+    """Close in meaning is not enough: a sentence that adds words of its own is unsupported."""
+    table = {
+        "Staff get 25 days of paid leave.": [1.0, 0.0, 0.0],
+        "Staff get 25 days of leave and a company car with fuel card.": [0.9, 0.1, 0.0],
+        "The office opens at 9 am.": [0.0, 1.0, 0.0],
+        "Parking is free.": [0.0, 0.0, 1.0],
+    }
+    sample = Sample(
+        id="s",
+        question="How much leave?",
+        answer="Staff get 25 days of leave and a company car with fuel card. The office opens at "
+        "9 am. Parking is free.",
+        contexts=[Context(text=CONTEXT)],
+    )
+    result = score(Faithfulness(provider="offline"), sample, TableEmbedder(table))
+    first = result.details["claims"][0]  # type: ignore[attr-defined]
+    assert first["similarity"] > 0.85
+    assert first["coverage"] < DEFAULT_COVERAGE
+    assert first["supported"] is False
+    assert result.value == pytest.approx(2 / 3)  # type: ignore[attr-defined]
 
 
 def test_offline_edge_cases() -> None:
@@ -486,12 +515,29 @@ def test_a_short_answer_is_checked_with_its_question_folded_in() -> None:
 
 def test_possessives_numbers_and_accents_meet_their_other_forms() -> None:
     """Before: "Mount Everest's elevation" left 'everest' missing; "Säuwäntzt" != "Sauwantzt"."""
-    everest = _faith(
+    tall = _faith(
         "How tall is Mount Everest?",
-        "Mount Everest is 8849 metres tall.",
+        "Mount Everest is 8,849 metres tall.",
         "Mount Everest's elevation is 8,849 metres.",
     )
+    claim = tall.details["claims"][0]
+    assert (claim["missing_terms"], claim["term_coverage"]) == ([], 1.0)
+    # "tall" is the question's word and no context holds it: the one context sentence holds the
+    # rest, so the support is high but not full (a synonym needs a judge or nli).
+    assert 0.4 < claim["co_support"] < 1.0
+    everest = _faith(
+        "What is the elevation of Mount Everest?",
+        "Mount Everest's elevation is 8849 metres.",
+        "The elevation of Mount Everest is 8,849 metres.",
+    )
     assert everest.value == 1.0
+    google = _faith(
+        "Which company is the parent of Google?",
+        "Google's parent company is Alphabet.",
+        "Alphabet is the parent company of Google.",
+    )
+    assert google.details["claims"][0]["missing_terms"] == []
+    assert google.value == 1.0
     band = _faith(
         "Which band is from Eichenzell?",
         "Die Rhoner Sauwantzt.",
@@ -506,3 +552,67 @@ def test_long_answers_keep_the_sentence_matcher() -> None:
     score = _faith(WIFE, long_answer, PEGGY)
     assert score.details["short_answer"] is False
     assert "terms" not in score.details["claims"][0]
+
+
+def test_units_meet_their_symbols() -> None:
+    """Before: "100 degrees Celsius" against "100 °C" was unsupported."""
+    assert terms("Water boils at 100 °C.") == terms("Water boils at 100 degrees Celsius.")
+    assert terms("It is 5 km long and weighs 3kg.") == terms(
+        "It is 5 kilometres long and weighs 3 kilograms."
+    )
+    boils = _faith(
+        "At what temperature does water boil at sea level?",
+        "100 degrees Celsius.",
+        "At sea level water boils at 100 °C.",
+    )
+    assert boils.value == 1.0
+    wrong = _faith(
+        "At what temperature does water boil at sea level?",
+        "90 degrees Celsius.",
+        "At sea level water boils at 100 °C.",
+    )
+    assert wrong.value is not None
+    assert wrong.value < 0.5
+
+
+def test_a_short_answer_is_graded_and_judged_at_one_half() -> None:
+    """An entity taken from elsewhere in the contexts ranks below the answer the contexts state
+    together with the question's words; a bare yes/no is a typed failure, never 0 or 1."""
+    context = (
+        "Beowulf is a 2007 film directed by Robert Zemeckis. The screenplay was written by "
+        "Neil Gaiman and Roger Avary."
+    )
+    question = "Who directed Beowulf?"
+    right = _faith(question, "Robert Zemeckis directed Beowulf.", context)
+    elsewhere = _faith(question, "Neil Gaiman directed Beowulf.", context)
+    assert right.value == 1.0
+    assert right.details["claims"][0]["supported"] is True
+    assert elsewhere.value is not None
+    assert elsewhere.value < 0.5
+    assert elsewhere.details["claims"][0]["co_support"] < 1.0
+    bare = _faith("Is Beowulf a film?", "Yes.", context)
+    assert bare.value is None
+    assert bare.failure.kind is FailureKind.NO_CLAIMS
+    assert "judge" in bare.failure.message
+
+
+def test_the_short_answer_model_is_what_the_fit_script_prints() -> None:
+    """The coefficients in the core come from `benchmarks/offline_fit.py` (the dev data is not
+    shipped: skipped when it is absent)."""
+    data = Path(__file__).resolve().parents[2] / "shared" / "data" / "short_answer_dev"
+    if not (data / "qa_pairs.jsonl").exists():
+        pytest.skip(f"the public short-answer dev data is not beside the repository ({data})")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "offline_fit", Path(__file__).resolve().parents[1] / "benchmarks" / "offline_fit.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rows = [json.loads(line) for line in (data / "qa_pairs.jsonl").read_text().splitlines()]
+    fitted = module.rows_of(rows, with_cosine=False)
+    x = np.array([r[2] for r in fitted])
+    y = np.array([int(r[1] == "right_answer") for r in fitted])
+    assert np.round(module.fit(x, y), 2).tolist() == list(SHORT_ANSWER_MODEL)

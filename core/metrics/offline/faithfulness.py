@@ -1,29 +1,48 @@
 """``faithfulness:offline`` and ``hallucination:offline``.
 
-A long answer: its sentences are matched to context sentences (`match_sentences`); a sentence
-is supported when it is close enough in meaning AND every number and name in it occurs in the
-contexts.
+Two regimes, because a short answer is not a claim on its own:
 
-A short answer (at most two sentences and `SHORT_WORDS` words: "American", "It was finished
-in 1889."): a sentence is not a claim on its own, only together with its question, and an
-embedding of "American" says nothing. So the question is folded in: a sentence is supported
-when every term it adds to the question (`terms`: content words with possessives, word endings
-and accents folded, and numbers) occurs in the contexts; the closest context sentence is still
-reported. A sentence that adds no term (it restates the question) keeps the matcher's verdict.
+* **A long answer**: its sentences are its claims, each matched to the contexts
+  (`match_sentences`): supported when close enough in meaning to a context sentence, when the
+  contexts hold enough of its vocabulary, and when every number and name in it occurs there.
+  The value is the share of supported sentences.
+* **A short answer** (at most two sentences and `SHORT_WORDS` words: "American", "It was
+  finished in 1889."): an embedding of "American" says nothing, so the question is folded in.
+  Each sentence gets a support in [0, 1] (`short_support`), from two lexical
+  pieces of evidence: how much of what it adds to the question the contexts hold (``coverage``),
+  and how much of its vocabulary one context sentence holds together (``co_support``). The
+  value is the mean support over the sentences that can be checked.
+
+In both regimes the verdict is the same: faithful above 0.5, hallucinated from 0.5 on
+(``hallucination`` = 1 − ``faithfulness``). A bare "yes" or "no" holds no term to check: it is
+skipped, and an answer made only of such sentences is a ``no_claims`` failure that says a
+judge or the ``nli`` provider is needed, never a made-up 0 or 1.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from ...registry import register_provider
 from ...results import FailureKind, Score
 from ...sample import Sample
 from ...text import sentences, terms
 from ..base import Metric, MetricContext
-from .matching import OfflineSettings, match_sentences
+from .matching import OfflineSettings, TermIndex, match_sentences
 
-__all__ = ["score_faithfulness", "score_hallucination"]
+__all__ = [
+    "SHORT_ANSWER_MODEL",
+    "SHORT_WORDS",
+    "score_faithfulness",
+    "score_hallucination",
+    "short_answer_features",
+    "short_support",
+]
 
-_HOW = "answer sentences matched to context sentences (embeddings + exact names and numbers)"
+_HOW = (
+    "answer sentences matched to context sentences (embeddings + term coverage + exact names "
+    "and numbers); short answers with their question folded in"
+)
 
 
 @register_provider("faithfulness", "offline", how=_HOW, needs=["embedder"])
@@ -39,6 +58,57 @@ async def score_hallucination(metric: Metric, sample: Sample, ctx: MetricContext
 SHORT_WORDS = 30
 """An answer of at most two sentences and this many words is scored as a short answer."""
 
+ANSWER_WORDS = frozenset({"yes", "no"})
+"""Words that answer a question without stating a checkable fact."""
+
+SHORT_ANSWER_MODEL = (-7.07, 3.01, 5.01, -0.89)
+"""Logistic coefficients: intercept, coverage, co-support, adds-nothing flag.
+
+Fitted by ``python benchmarks/offline_fit.py`` (L2-regularised logistic regression, one row
+per answer sentence, right answers 1 and fabricated ones 0) on the 100 public dev questions of
+``../shared/data/short_answer_dev``; its 10-fold cross-validated AUROC is printed beside them.
+The cosine to the best context sentence was tried as a fourth input and came out with a
+NEGATIVE weight (fabricated answers restate the question and the contexts, right ones are
+short spans): rewarding dissimilarity would fit how that data set was written, not what
+faithfulness means, so it is left out."""
+
+
+def short_answer_features(
+    question: str, sentence: str, index: TermIndex
+) -> tuple[float, ...] | None:
+    """(coverage, co-support, adds-nothing) of one short-answer sentence; None when it holds no
+    term to check (a bare "yes")."""
+    own = terms(sentence) - ANSWER_WORDS
+    if not own:
+        return None
+    added = own - terms(question)
+    # Words repeated from the question count in co-support too: "Neil Gaiman directed Beowulf"
+    # must find "directed" beside "Gaiman". A question word no context holds ("How tall ...?"
+    # against "elevation") therefore lowers it; dropping such words was measured and cost 0.06
+    # of cross-validated AUROC on the dev data (`benchmarks/offline_fit.py`).
+    return (index.coverage(added), index.co_support(own), float(not added))
+
+
+def _logit(features: tuple[float, ...]) -> float:
+    intercept, *weights = SHORT_ANSWER_MODEL
+    return intercept + sum(w * x for w, x in zip(weights, features, strict=True))
+
+
+_FULL = _logit((1.0, 1.0, 0.0))
+"""The model's score for a sentence whose every term one context sentence holds."""
+
+
+def short_support(features: tuple[float, ...]) -> float:
+    """A short-answer sentence's support in [0, 1]: the model's score mapped linearly so that
+    its decision boundary is 0.5 and a sentence whose every term one context sentence holds is
+    1.0 (clipped beyond).
+
+    Not the logistic probability itself: fitted on data where a third of the fabrications are
+    fully covered too, that probability tops out at 0.72, and a faithful "American" would read
+    as 72% faithful. The ranking and the 0.5 verdict are the model's; only the scale differs.
+    """
+    return min(1.0, max(0.0, 0.5 + _logit(features) / (2.0 * _FULL)))
+
 
 async def _claims(
     metric: Metric, sample: Sample, ctx: MetricContext, *, hallucination: bool
@@ -49,27 +119,52 @@ async def _claims(
         return Score.fail(FailureKind.NO_CLAIMS, "the answer has no sentence to check")
     contexts = [c.text for c in sample.contexts]
     short = len(claims) <= 2 and len((sample.answer or "").split()) <= SHORT_WORDS
+    index = TermIndex(contexts)
     checks = await match_sentences(
-        claims, contexts, ctx, settings.similarity, candidates=settings.candidates
+        claims,
+        contexts,
+        ctx,
+        settings.similarity,
+        candidates=settings.candidates,
+        coverage=settings.coverage,
+        index=index,
     )
-    rows = [c.detail() for c in checks]
+    rows: list[dict[str, Any]] = [c.detail() for c in checks]
     if short and contexts:
-        asked = terms(sample.question)
-        pool = set().union(*(terms(text) for text in contexts))
+        support: list[float] = []
         for claim, row in zip(claims, rows, strict=True):
-            added = sorted(terms(claim) - asked)
-            if added:  # what the sentence adds to its question must all be in the contexts
-                row["terms"] = added
-                row["missing_terms"] = [t for t in added if t not in pool]
-                row["supported"] = not row["missing_terms"]
-    supported = sum(bool(row["supported"]) for row in rows)
-    total = len(rows)
-    faithful = supported / total
+            features = short_answer_features(sample.question, claim, index)
+            if features is None:
+                row.update(supported=None, checkable=False)
+                continue
+            p = short_support(features)
+            added = sorted(terms(claim) - ANSWER_WORDS - terms(sample.question))
+            row.update(
+                terms=added,
+                missing_terms=[t for t in added if t not in index.pool],
+                term_coverage=round(features[0], 4),
+                co_support=round(features[1], 4),
+                support=round(p, 4),
+                supported=p > 0.5,
+            )
+            support.append(p)
+        if not support:
+            return Score.fail(
+                FailureKind.NO_CLAIMS,
+                "a bare yes/no answer states no term the offline provider can check; "
+                "use a judge or the nli provider",
+            )
+        faithful = sum(support) / len(support)
+    else:
+        faithful = sum(bool(row["supported"]) for row in rows) / len(rows)
+    supported = sum(row["supported"] is True for row in rows)
+    total = sum(row.get("checkable", True) for row in rows)
     details = {
         "claims": rows,
         "supported": supported,
         "total": total,
         "similarity_threshold": settings.similarity,
+        "coverage_threshold": settings.coverage,
         "short_answer": short,
     }
     if not contexts:
@@ -78,6 +173,5 @@ async def _claims(
         reason = f"{total - supported} of {total} answer sentences not supported by the contexts"
     else:
         reason = f"{supported} of {total} answer sentences supported by the contexts"
-    return Score(
-        value=1.0 - faithful if hallucination else faithful, reason=reason, details=details
-    )
+    value = 1.0 - faithful if hallucination else faithful
+    return Score(value=value, reason=reason, details=details)
