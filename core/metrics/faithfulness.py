@@ -43,7 +43,7 @@ from ._shared import (
 )
 from .base import Metric, MetricContext, PlannedCall, declare
 from .nli import DEFAULT_ENTAILMENT
-from .offline.matching import DEFAULT_SIMILARITY, OfflineSettings
+from .offline.matching import DEFAULT_COVERAGE, DEFAULT_SIMILARITY, OfflineSettings
 
 __all__ = ["Faithfulness", "Hallucination"]
 
@@ -66,12 +66,17 @@ class _ClaimMetric(Metric):
         *,
         similarity: float = DEFAULT_SIMILARITY,
         entailment: float = DEFAULT_ENTAILMENT,
+        coverage: float = DEFAULT_COVERAGE,
     ) -> None:
         self._use_provider(provider)
-        for arg, value in (("similarity", similarity), ("entailment", entailment)):
+        for arg, value in (
+            ("similarity", similarity),
+            ("entailment", entailment),
+            ("coverage", coverage),
+        ):
             if isinstance(value, bool) or not 0.0 <= float(value) <= 1.0:
                 raise ValueError(f"{arg} threshold must lie in [0, 1], got {value!r}")
-        self.settings = OfflineSettings(similarity=similarity)
+        self.settings = OfflineSettings(similarity=similarity, coverage=coverage)
         self.entailment = float(entailment)
 
     def __repr__(self) -> str:
