@@ -192,7 +192,7 @@ def test_hub_offline_is_read_at_call_time(
 
 def test_model_loading_shows_no_progress_bar_and_restores_it() -> None:
     if importlib.util.find_spec("transformers") is None:
-        pytest.skip("needs transformers (the local extra)")
+        pytest.skip("needs transformers (the local-torch or nli extra)")
     from transformers.utils import logging as tf_logging
 
     tf_logging.enable_progress_bar()

