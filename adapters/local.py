@@ -102,8 +102,8 @@ BACKENDS: tuple[Backend, ...] = ("numpy", "torch")
 _VENDORED_MODEL = Path(__file__).resolve().parent / "models" / DEFAULT_MODEL
 """The float16 all-MiniLM-L6-v2 shipped as package data (written by benchmarks/export_minilm.py)."""
 
-# Names that mean the default model: loading them from the Hub would fail offline, and the
-# packaged copies give the same vectors, so they share its cache-key name too.
+# Names that mean the default model: loading them from the Hub would fail offline, so they run
+# the copy packaged for the chosen backend and share that backend's cache-key name.
 _DEFAULT_ALIASES = frozenset({DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"})
 
 

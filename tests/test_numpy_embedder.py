@@ -108,6 +108,8 @@ def test_gelu_is_the_exact_erf_gelu_in_float32_and_in_place() -> None:
     # the tanh approximation of GELU is off by up to ~5e-4: it would fail the check above
     tanh_gelu = 0.5 * grid * (1 + np.tanh(0.7978845608 * (grid + 0.044715 * grid**3)))
     assert np.abs(tanh_gelu - exact).max() > 1e-4
+    with pytest.raises(ValueError, match="C-contiguous"):  # in place on a copy would be lost
+        gelu(np.ones((4, 4), dtype=np.float32)[:, ::2])
 
 
 # -- fidelity to sentence-transformers -----------------------------------------------------------
