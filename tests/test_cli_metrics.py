@@ -115,12 +115,12 @@ def test_what_a_metric_needs_and_lacks_is_refused_naming_the_flag(
 
 
 def test_a_judge_without_embedder_gets_the_local_embedder_as_help_says() -> None:
-    from ragbridge.adapters.local import DEFAULT_MODEL, LocalEmbedder
+    from ragbridge.adapters.local import NUMPY_MODEL, LocalEmbedder
 
     metrics = [by_name("answer_relevance")]  # the judge version: it embeds questions
     embedder = embedder_for(None, None, metrics)
     assert isinstance(embedder, LocalEmbedder)  # built lazily: no model is loaded here
-    assert embedder.model == DEFAULT_MODEL
+    assert embedder.model == NUMPY_MODEL  # all-MiniLM-L6-v2 on the default (numpy) backend
     assert embedder_for(None, None, [by_name("faithfulness")]) is None  # no metric needs one
 
 
