@@ -1,4 +1,4 @@
-"""How `SHORT_ANSWER_MODEL` (offline faithfulness on short answers) was fitted; rerun to check.
+"""How the offline models were fitted (`SHORT_ANSWER_MODEL`, `RELEVANCE_MODEL`); rerun to check.
 
     python benchmarks/offline_fit.py [--data DIR]
 
@@ -18,6 +18,13 @@ Fits an L2-regularised (λ = 1, intercept free) logistic regression by Newton's 
   same rows;
 * the same for the model with the best cosine as an extra input, which is why that input is left
   out (its weight comes out negative).
+
+Then `RELEVANCE_MODEL` (``answer_relevance:offline``), from pairs built from the same questions
+(`relevance_pairs`): the question with its right answer (1) and with another question's right
+answer (0, a seeded shuffle); and the question with the knowledge sentence that states its
+answer (1) and with another question's such sentence (0). The features are read from the
+provider's own ``details`` (one code path). Prints the coefficients and the 10-fold CV AUROC of
+each pair kind.
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from ragbridge.core import Sample, evaluate
+from ragbridge.core.metrics.offline.answer_relevance import RELEVANCE_FEATURES, RELEVANCE_MODEL
 from ragbridge.core.metrics.offline.faithfulness import SHORT_ANSWER_MODEL, short_answer_features
 from ragbridge.core.metrics.offline.matching import TermIndex
 from ragbridge.core.stats import auroc
@@ -119,6 +128,78 @@ def report(data: list[dict[str, Any]], with_cosine: bool) -> None:
         print(f"  10-fold CV AUROC, {name:<10} {auroc(labels, values):.3f}")
 
 
+def _stating_sentence(row: dict[str, Any]) -> str | None:
+    answer = row["right_answer"].strip().lower()
+    return next((s for s in sentences(row["knowledge"]) if answer in s.lower()), None)
+
+
+def relevance_pairs(data: list[dict[str, Any]]) -> list[tuple[str, Sample, int]]:
+    """(kind, sample, label) rows: each question with its own answer and another's, as a short
+    span and as a knowledge sentence. The partner is fixed by a seeded shuffle, so the pairs
+    are the same on every run and in `offline_quality.py`."""
+    import random
+
+    order = list(range(len(data)))
+    random.Random(0).shuffle(order)
+    out: list[tuple[str, Sample, int]] = []
+    for i, row in enumerate(data):
+        other = data[order[i] if order[i] != i else (i + 1) % len(data)]
+        question = row["question"].strip()
+        for kind, own, foreign in (
+            ("span", row["right_answer"], other["right_answer"]),
+            ("sentence", _stating_sentence(row), _stating_sentence(other)),
+        ):
+            if own is None or foreign is None:
+                continue
+            for label, answer in ((1, own), (0, foreign)):
+                sample_id = f"{row['seed_index']}:{kind}:{label}"
+                out.append((kind, Sample(id=sample_id, question=question, answer=answer), label))
+    return out
+
+
+def relevance_rows(
+    data: list[dict[str, Any]], embedder: Any
+) -> tuple[list[str], list[int], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """(kinds, question ids, features with a leading 1, labels) as the provider computes them."""
+    pairs = relevance_pairs(data)
+    evaluation = evaluate(
+        [sample for _, sample, _ in pairs], ["answer_relevance:offline"], embedder=embedder
+    )
+    x = []
+    for _, sample, _ in pairs:
+        score = evaluation.get(sample.id, "answer_relevance")
+        assert score is not None, sample.id
+        assert score.value is not None, (sample.id, score.failure)
+        details = score.details
+        x.append([1.0, *(float(details[name]) for name in RELEVANCE_FEATURES)])
+    kinds = [kind for kind, _, _ in pairs]
+    questions = [int(sample.id.split(":")[0]) for _, sample, _ in pairs]
+    y = np.array([label for _, _, label in pairs])
+    return kinds, questions, np.array(x), y
+
+
+def report_relevance(data: list[dict[str, Any]]) -> None:
+    from ragbridge.adapters.local import LocalEmbedder
+
+    kinds, questions, x, y = relevance_rows(data, LocalEmbedder())
+    names = ("intercept", *RELEVANCE_FEATURES)
+    print(
+        "in the core: "
+        + ", ".join(f"{n} {v:+.2f}" for n, v in zip(names, RELEVANCE_MODEL, strict=True))
+    )
+    w = fit(x, y)
+    print("fitted:      " + ", ".join(f"{n} {v:+.2f}" for n, v in zip(names, w, strict=True)))
+    asked = np.array(questions)
+    p = np.zeros(len(y))
+    for fold in np.array_split(np.random.RandomState(0).permutation(sorted(set(questions))), 10):
+        test = np.isin(asked, fold)
+        p[test] = x[test] @ fit(x[~test], y[~test])
+    for kind in ("span", "sentence"):
+        chosen = [i for i, k in enumerate(kinds) if k == kind]
+        figure = auroc(y[chosen].tolist(), p[chosen].tolist())
+        print(f"  10-fold CV AUROC, own vs another question's {kind:<8} {figure:.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -136,6 +217,8 @@ def main() -> None:
     report(data, with_cosine=False)
     print("## with the best cosine as an extra input (not shipped)")
     report(data, with_cosine=True)
+    print("## answer_relevance:offline (RELEVANCE_MODEL)")
+    report_relevance(data)
 
 
 if __name__ == "__main__":

@@ -19,9 +19,10 @@ Prints, for the offline providers as they are now:
   the knowledge is edited to state the fabrication instead; the faithful answer is then the
   fabrication. Counted: how often ``faithfulness:offline`` scores it strictly above the
   (now unsupported) right answer, next to the lexical baseline.
-* ``answer_relevance:offline`` on pairs built from the same questions: the answer to this
-  question vs the answer to another question, and an abstention vs the right answer (AUROC);
-  and DeepEval's canonical answer-relevancy example, with its 0.7 threshold.
+* ``answer_relevance:offline`` on the pairs `offline_fit.py` fits it on (the answer to this
+  question vs another question's, as a short span and as a knowledge sentence) and an
+  abstention vs the right answer (AUROC, in-sample); and DeepEval's canonical answer-relevancy
+  example, with its 0.7 threshold.
 
 The FaithBench (long summaries) figures are `benchmarks/offline_calibration.py`'s.
 """
@@ -31,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import re
 from pathlib import Path
 from typing import Any
@@ -161,33 +161,29 @@ def counterfactual(rows: list[dict[str, Any]], embedder: Any) -> None:
 
 
 def answer_relevance(rows: list[dict[str, Any]], embedder: Any) -> None:
-    shuffled = list(range(len(rows)))
-    random.Random(0).shuffle(shuffled)
-    samples: list[Sample] = []
-    pairs: list[tuple[str, str, str]] = []  # (kind, positive id, negative id)
-    for i, row in enumerate(rows):
-        other = rows[shuffled[i]] if shuffled[i] != i else rows[(i + 1) % len(rows)]
-        question = row["question"].strip()
-        own = Sample(id=f"{i}:own", question=question, answer=row["right_answer"])
-        foreign = Sample(id=f"{i}:other", question=question, answer=other["right_answer"])
-        declined = Sample(id=f"{i}:abstain", question=question, answer=ABSTENTION)
-        samples += [own, foreign, declined]
-        pairs += [("other question's answer", own.id, foreign.id)]
-        pairs += [("abstention", own.id, declined.id)]
+    from offline_fit import relevance_pairs  # the same pairs the model was fitted on
+
+    pairs = relevance_pairs(rows)
+    declined = [
+        Sample(id=f"{s.id}:abstain", question=s.question, answer=ABSTENTION)
+        for kind, s, label in pairs
+        if kind == "span" and label == 1
+    ]
+    samples = [s for _, s, _ in pairs]
     evaluation = evaluate(
-        [*samples, DEEPEVAL_EXAMPLE], ["answer_relevance:offline"], embedder=embedder
+        [*samples, *declined, DEEPEVAL_EXAMPLE], ["answer_relevance:offline"], embedder=embedder
     )
-    print(f"answer_relevance:offline ({len(rows)} questions)")
-    for kind in ("other question's answer", "abstention"):
-        labels: list[int] = []
-        values: list[float] = []
-        for k, positive, negative in pairs:
-            if k != kind:
-                continue
-            for sample_id, label in ((positive, 1), (negative, 0)):
-                labels.append(label)
-                values.append(_value(evaluation, sample_id, "answer_relevance")[0])
-        print(f"  own answer vs {kind:<24} AUROC {auroc(labels, values):.3f}")
+    print(f"answer_relevance:offline ({len(rows)} questions; in-sample, see offline_fit.py for CV)")
+    groups = {
+        "other question's answer": [(s.id, label) for k, s, label in pairs if k == "span"],
+        "other question's sentence": [(s.id, label) for k, s, label in pairs if k == "sentence"],
+        "abstention": [(s.id, 1) for k, s, label in pairs if k == "span" and label == 1]
+        + [(s.id, 0) for s in declined],
+    }
+    for kind, members in groups.items():
+        labels = [label for _, label in members]
+        values = [_value(evaluation, sample_id, "answer_relevance")[0] for sample_id, _ in members]
+        print(f"  own vs {kind:<26} AUROC {auroc(labels, values):.3f}")
     example, _ = _value(evaluation, DEEPEVAL_EXAMPLE.id, "answer_relevance")
     verdict = "passes" if example >= 0.7 else "fails"
     print(f"  DeepEval's canonical example: {example:.3f} ({verdict} its 0.7 threshold)")

@@ -127,7 +127,11 @@ def test_offline_answer_relevance_and_noncommittal() -> None:
     table = {"Where is it?": [1.0, 0.0, 0.0], "It is in Paris.": [0.6, 0.8, 0.0]}
     sample = Sample(id="s", question="Where is it?", answer="It is in Paris.")
     result = score(AnswerRelevance(provider="offline"), sample, TableEmbedder(table))
-    assert result.value == pytest.approx(0.6)  # type: ignore[attr-defined]
+    # "Where" asks for a place; the table knows no kind, so only the cosine (0.6) speaks:
+    # the logistic model at cosine 0.6 (RELEVANCE_MODEL: -1.53 + 6.31 * 0.6 = 2.256).
+    assert result.value == pytest.approx(1 / (1 + np.exp(-2.256)))  # type: ignore[attr-defined]
+    assert result.details["cosine"] == pytest.approx(0.6)  # type: ignore[attr-defined]
+    assert result.details["expects"] == "place"  # type: ignore[attr-defined]
     evasive = sample.model_copy(update={"answer": "The context does not say; I don't know."})
     assert score(AnswerRelevance(provider="offline"), evasive, TableEmbedder(table)).value == 0.0  # type: ignore[attr-defined]
     assert is_noncommittal("This is not mentioned in the documents.")
