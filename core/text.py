@@ -14,6 +14,7 @@ things, each deliberately simple and predictable:
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -21,12 +22,15 @@ __all__ = [
     "STOPWORDS",
     "abstention",
     "content_words",
+    "is_preamble",
     "normalise",
     "numbers",
+    "plain",
     "salient",
     "sentences",
     "spell_units",
     "terms",
+    "unframed",
     "words",
 ]
 
@@ -97,6 +101,12 @@ def words(text: str) -> list[str]:
     return [w.lower().replace("’", "'") for w in _WORD.findall(text)]
 
 
+def plain(word: str) -> str:
+    """A word without its possessive: "forney's" = "forney", so a name check finds "Mike
+    Forney" in "Mike Forney's goal"."""
+    return word[:-2] if word.endswith("'s") else word
+
+
 _SUFFIXES = (
     "ations", "ation", "ings", "ing", "ies", "als", "al", "ers", "er", "es", "ed", "e", "s",
 )  # fmt: skip
@@ -107,7 +117,7 @@ def term(word: str) -> str:
     folded ("Säuwäntzt" = "sauwantzt") and a common suffix cut ("approves" = "approval" =
     "approv", "metres" = "metre"), the same on both sides of a comparison. Crude on purpose:
     it must only make two forms of one word meet, never be read."""
-    word = word[:-2] if word.endswith("'s") else word
+    word = plain(word)
     folded = "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
     if folded.isdigit():
         return folded
@@ -143,11 +153,16 @@ def spell_units(text: str) -> str:
     return text
 
 
-def terms(text: str) -> set[str]:
+@functools.lru_cache(maxsize=1 << 16)
+def terms(text: str) -> frozenset[str]:
     """The facts' vocabulary of ``text``: its content words as `term`s, with unit symbols spelt
-    out (`spell_units`), and its numbers (``8,849`` = ``8849``)."""
+    out (`spell_units`), and its numbers (``8,849`` = ``8849``).
+
+    Memoised: the offline providers ask for the same context sentences' terms once per claim
+    and per measure, and this was 16% of a cold offline run's time
+    (`benchmarks/offline_speed.py` under cProfile)."""
     text = spell_units(normalise(text))
-    return {term(w) for w in content_words(text) if not w.isdigit()} | numbers(text)
+    return frozenset({term(w) for w in content_words(text) if not w.isdigit()} | numbers(text))
 
 
 def content_words(text: str) -> list[str]:
@@ -176,11 +191,43 @@ def salient(text: str) -> set[str]:
     found.update(w for w in words(clean) if w in _MONTHS)
     for sentence in sentences(clean):
         for match in _NAME.finditer(sentence):
-            parts = [p for p in words(match.group(0)) if p not in STOPWORDS and not p.isdigit()]
+            parts = [
+                plain(p) for p in words(match.group(0)) if p not in STOPWORDS and not p.isdigit()
+            ]
             if match.start() == 0 and len(parts) < 2:
                 continue
             found.update(parts)
     return found
+
+
+_PREAMBLE = re.compile(
+    r"^(?:here(?:'s| is| are)|below is|the following is)\b[^.]*"
+    r"\b(?:summary|summaries|overview|points|information|takeaways)\b[^.]*[:.]?$",
+    re.IGNORECASE,
+)
+_SOURCE = r"(?:the|this) (?:passage|article|text|document|source|story|report|context)"
+_FRAMING = re.compile(
+    rf"^(?:(?:in )?{_SOURCE}(?: also)? (?:mentions|states|says|notes|reports|describes"
+    r"|explains|discusses|highlights|indicates|suggests|adds)(?: that)?,?\s+"
+    rf"|according to {_SOURCE},\s+|in {_SOURCE},\s+)",
+    re.IGNORECASE,
+)
+
+
+def is_preamble(sentence: str) -> bool:
+    """A sentence that only announces what follows ("Here is a concise summary of the
+    passage:"): it states nothing about the contexts, so it is neither supported nor not.
+    Summaries by LLMs open with one often (FaithBench dev: 11 of 100), and scoring it as an
+    unsupported claim marks a faithful summary as hallucinated."""
+    return bool(_PREAMBLE.match(sentence.strip()))
+
+
+def unframed(sentence: str) -> str:
+    """The claim without its attribution to the source: "The passage also mentions that Locke
+    shook hands with ..." -> "Locke shook hands with ...". The frame's words ("passage",
+    "mentions") are in no context and would count against the claim."""
+    stripped = _FRAMING.sub("", sentence.strip(), count=1)
+    return stripped[:1].upper() + stripped[1:] if stripped else sentence
 
 
 def numbers(text: str) -> set[str]:

@@ -620,3 +620,44 @@ def test_the_short_answer_model_is_what_the_fit_script_prints() -> None:
     x = np.array([r[2] for r in fitted])
     y = np.array([int(r[1] == "right_answer") for r in fitted])
     assert np.round(module.fit(x, y), 2).tolist() == list(SHORT_ANSWER_MODEL)
+
+
+def test_preambles_are_skipped_and_attribution_frames_dropped() -> None:
+    from ragbridge.core.text import is_preamble, unframed
+
+    assert is_preamble("Here is a concise summary of the passage:")
+    assert is_preamble("Here's a summary of the key points.")
+    assert not is_preamble("Here is the office, open from 9 am.")
+    assert unframed("The passage also mentions that Locke shook hands with Jim Mann.") == (
+        "Locke shook hands with Jim Mann."
+    )
+    assert unframed("According to the article, sales rose.") == "Sales rose."
+    assert unframed("Sales rose.") == "Sales rose."
+
+
+def test_a_name_in_the_possessive_is_found() -> None:
+    """ "Mike Forney scored" is checked against "Mike Forney's goal": not a missing name."""
+    assert "forney" in salient("Mike Forney's powerplay goal made it 2-1.")
+    context = "In the second period Mike Forney's powerplay breakaway goal made it 2-1."
+    sample = Sample(
+        id="s",
+        question="Summarise the match.",
+        reference="Here is a summary of the match:\nMike Forney scored a powerplay goal.",
+        contexts=[Context(text=context)],
+    )
+    result = score(ContextRecall(provider="offline"), sample, HashEmbedder())
+    assert result.details["preambles_skipped"] == ["Here is a summary of the match:"]  # type: ignore[attr-defined]
+    assert result.details["total"] == 1  # type: ignore[attr-defined]
+    assert result.details["statements"][0]["missing_terms"] == []  # type: ignore[attr-defined]
+
+
+def test_an_answer_that_only_announces_a_summary_has_no_claim() -> None:
+    sample = Sample(
+        id="s",
+        question="Summarise.",
+        answer="Here is a concise summary of the passage:",
+        contexts=[Context(text="Sales rose.")],
+    )
+    result = score(Faithfulness(provider="offline"), sample, HashEmbedder())
+    assert result.failure.kind is FailureKind.NO_CLAIMS  # type: ignore[attr-defined]
+    assert "announces" in result.failure.message  # type: ignore[attr-defined]

@@ -6,9 +6,8 @@ from __future__ import annotations
 from ...registry import register_provider
 from ...results import FailureKind, Score
 from ...sample import Sample
-from ...text import sentences
 from ..base import Metric, MetricContext
-from .matching import OfflineSettings, match_sentences
+from .matching import OfflineSettings, claims_of, match_sentences
 
 __all__ = ["score_context_recall"]
 
@@ -21,9 +20,10 @@ __all__ = ["score_context_recall"]
 )
 async def score_context_recall(metric: Metric, sample: Sample, ctx: MetricContext) -> Score:
     settings: OfflineSettings = getattr(metric, "settings", OfflineSettings())
-    statements = sentences(sample.reference or "")
+    statements, preambles = claims_of(sample.reference or "")
     if not statements:
-        return Score.fail(FailureKind.NO_CLAIMS, "the reference has no sentence to attribute")
+        said = "only announces what follows" if preambles else "has no sentence"
+        return Score.fail(FailureKind.NO_CLAIMS, f"the reference {said}: nothing to attribute")
     checks = await match_sentences(
         statements,
         [c.text for c in sample.contexts],
@@ -36,6 +36,7 @@ async def score_context_recall(metric: Metric, sample: Sample, ctx: MetricContex
         "statements": [{**c.detail(), "attributed": c.supported} for c in checks],
         "attributed": attributed,
         "total": len(checks),
+        "preambles_skipped": preambles,
     }
     reason = f"{attributed} of {len(checks)} reference sentences found in the contexts"
     return Score(value=attributed / len(checks), reason=reason, details=details)

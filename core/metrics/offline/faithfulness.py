@@ -26,9 +26,9 @@ from typing import Any
 from ...registry import register_provider
 from ...results import FailureKind, Score
 from ...sample import Sample
-from ...text import sentences, terms
+from ...text import terms
 from ..base import Metric, MetricContext
-from .matching import OfflineSettings, TermIndex, match_sentences
+from .matching import OfflineSettings, TermIndex, claims_of, match_sentences
 
 __all__ = [
     "SHORT_ANSWER_MODEL",
@@ -114,9 +114,10 @@ async def _claims(
     metric: Metric, sample: Sample, ctx: MetricContext, *, hallucination: bool
 ) -> Score:
     settings: OfflineSettings = getattr(metric, "settings", OfflineSettings())
-    claims = sentences(sample.answer or "")
+    claims, preambles = claims_of(sample.answer or "")
     if not claims:
-        return Score.fail(FailureKind.NO_CLAIMS, "the answer has no sentence to check")
+        said = "only announces what follows" if preambles else "has no sentence"
+        return Score.fail(FailureKind.NO_CLAIMS, f"the answer {said}: nothing to check")
     contexts = [c.text for c in sample.contexts]
     short = len(claims) <= 2 and len((sample.answer or "").split()) <= SHORT_WORDS
     index = TermIndex(contexts)
@@ -166,6 +167,7 @@ async def _claims(
         "similarity_threshold": settings.similarity,
         "coverage_threshold": settings.coverage,
         "short_answer": short,
+        "preambles_skipped": preambles,
     }
     if not contexts:
         reason = "no contexts were retrieved, so no sentence of the answer is supported"

@@ -24,12 +24,23 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ...text import content_words, numbers, salient, sentences, terms, words
+from ...text import (
+    content_words,
+    is_preamble,
+    numbers,
+    plain,
+    salient,
+    sentences,
+    terms,
+    unframed,
+    words,
+)
 from ..base import MetricContext
 
 __all__ = [
@@ -91,7 +102,7 @@ class TermIndex:
     """
 
     def __init__(self, contexts: Sequence[str]) -> None:
-        self.sentences: list[set[str]] = [terms(s) for text in contexts for s in sentences(text)]
+        self.sentences = [terms(s) for text in contexts for s in sentences(text)]
         self.pool: set[str] = set().union(*self.sentences)
         counts: dict[str, int] = {}
         for bag in self.sentences:
@@ -103,12 +114,12 @@ class TermIndex:
     def weight(self, term: str) -> float:
         return self._idf.get(term, math.log(1.0 + self._n / 0.5))
 
-    def coverage(self, wanted: set[str]) -> float:
+    def coverage(self, wanted: AbstractSet[str]) -> float:
         """IDF-weighted share of ``wanted`` found anywhere in the contexts (1.0 for none)."""
         total = sum(self.weight(t) for t in wanted)
         return sum(self.weight(t) for t in wanted if t in self.pool) / total if total else 1.0
 
-    def co_support(self, wanted: set[str]) -> float:
+    def co_support(self, wanted: AbstractSet[str]) -> float:
         """IDF-weighted share of ``wanted`` found together in ONE context sentence (the best).
 
         Evidence for a claim is a passage that states it, not its words scattered over the
@@ -162,6 +173,19 @@ class Support:
         }
 
 
+def claims_of(text: str) -> tuple[list[str], list[str]]:
+    """(the sentences of ``text`` to check, without their attribution frame; the preambles
+    left out). See `is_preamble` and `unframed`."""
+    claims: list[str] = []
+    skipped: list[str] = []
+    for sentence in sentences(text):
+        if is_preamble(sentence):
+            skipped.append(sentence)
+        else:
+            claims.append(unframed(sentence))
+    return claims, skipped
+
+
 def shortlist(queries: Sequence[str], pieces: Sequence[str], k: int) -> list[list[int]]:
     """For each query, the ``k`` pieces sharing the most (IDF-weighted) content words with it.
 
@@ -203,7 +227,7 @@ async def match_sentences(
     if not pieces:
         return [Support(c, 0.0, None, None, (), False, 0.0) for c in claims]
     index = index or TermIndex(contexts)
-    pool_words = {w for text in contexts for w in words(text)}
+    pool_words = {plain(w) for text in contexts for w in words(text)}
     pool_numbers = {n for text in contexts for n in numbers(text)}
     candidates_of = shortlist(claims, [s for _, s in pieces], candidates)
     needed = sorted({j for row in candidates_of for j in row})
