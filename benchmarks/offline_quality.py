@@ -189,6 +189,52 @@ def answer_relevance(rows: list[dict[str, Any]], embedder: Any) -> None:
     print(f"  DeepEval's canonical example: {example:.3f} ({verdict} its 0.7 threshold)")
 
 
+def paragraphs(knowledge: str) -> list[str]:
+    """HaluEval joins its supporting paragraphs with no space ("...in 1989.James Henry ...")."""
+    return [p.strip() for p in re.split(r"(?<=[a-z0-9)\]\"'])\.(?=[A-Z])", knowledge) if p.strip()]
+
+
+def context_precision(rows: list[dict[str, Any]], embedder: Any) -> None:
+    """Each question's own supporting paragraphs mixed with another question's: the provider's
+    per-context verdict ("useful") should hold for its own and not for the others."""
+    samples: list[Sample] = []
+    truth: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        other = rows[(i + 7) % len(rows)]
+        own, foreign = paragraphs(row["knowledge"]), paragraphs(other["knowledge"])
+        mixed = [(text, 0) for text in foreign[:1]] + [(text, 1) for text in own]
+        mixed += [(text, 0) for text in foreign[1:]]
+        sample = Sample(
+            id=f"{i}:mixed",
+            question=row["question"].strip(),
+            contexts=[Context(id=f"c{k}", text=text) for k, (text, _) in enumerate(mixed)],
+        )
+        samples.append(sample)
+        truth[sample.id] = [label for _, label in mixed]
+    evaluation = evaluate(samples, ["context_precision:offline"], embedder=embedder)
+    labels: list[int] = []
+    similarities: list[float] = []
+    verdicts: list[bool] = []
+    for sample in samples:
+        score = evaluation.get(sample.id, "context_precision")
+        assert score is not None
+        for label, row in zip(truth[sample.id], score.details["contexts"], strict=True):
+            labels.append(label)
+            similarities.append(row["similarity"])
+            verdicts.append(row["useful"])
+    own = [v for v, label in zip(verdicts, labels, strict=True) if label]
+    foreign = [v for v, label in zip(verdicts, labels, strict=True) if not label]
+    print(f"context_precision:offline ({len(samples)} questions, own + another's paragraphs)")
+    print(
+        f"  AUROC of a paragraph's similarity, own vs another question's: "
+        f"{auroc(labels, similarities):.3f}"
+    )
+    print(
+        f"  judged useful: own {sum(own)} of {len(own)}, another question's"
+        f" {sum(foreign)} of {len(foreign)}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -207,6 +253,7 @@ def main() -> None:
     short_answers(rows, embedder)
     counterfactual(rows, embedder)
     answer_relevance(rows, embedder)
+    context_precision(rows, embedder)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,8 @@ class AnswerRelevance(Metric):
     prompt_version = versions(ANSWER_ANALYZE)
 
     def __init__(self, provider: str = "llm") -> None:
-        """``provider="offline"``: cosine(question, answer), noncommittal answers scoring 0."""
+        """``provider="offline"``: a fitted model of the question-answer cosine and the kind of
+        answer the question asks for (`offline.answer_relevance`); noncommittal answers 0."""
         self._use_provider(provider)
 
     def __repr__(self) -> str:

@@ -8,7 +8,8 @@ embeddings are known to be blind (`matching`):
   its best cosine similarity to a context sentence reaches ``similarity`` AND every number and
   name in it (`ragbridge.core.text.salient`) occurs in the contexts. Embeddings rate "paid 1,200"
   and "paid 2,100" as near-identical; the exact check catches that.
-* **relevance** (answer relevance, context precision): cosine similarity to the question.
+* **relevance**: context precision by cosine similarity to the question; answer relevance by a
+  fitted model of that cosine and the kind of answer the question asks for (`question_form`).
 
 One module per measure; each registers its function as the measure's ``offline`` provider
 (`ragbridge.core.registry`), and two measures exist only here (`AnswerSimilarity`,
