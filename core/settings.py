@@ -18,6 +18,7 @@ from typing_extensions import TypedDict
 
 from .cache import Cache
 from .engine import EmbeddingEngine, JudgeEngine, Price
+from .framework_models import as_embedder, as_judge
 from .judge import Embedder, EntailmentModel, Judge
 
 __all__ = ["Settings", "SettingsOptions"]
@@ -54,6 +55,10 @@ class Settings:
     reuse_results: bool = True
 
     def __post_init__(self) -> None:
+        # A framework's own model (a LangChain chat model, a LlamaIndex LLM, ...) is wrapped
+        # here, once, or refused with one TypeError: not per call, deep inside a run.
+        object.__setattr__(self, "judge", as_judge(self.judge))
+        object.__setattr__(self, "embedder", as_embedder(self.embedder))
         for name in ("max_concurrency", "max_retries", "stop_after"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
