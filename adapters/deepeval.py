@@ -1,5 +1,6 @@
 """DeepEval adapter: convert `Sample`s to and from DeepEval test cases, datasets and JSON files,
-use ragbridge metrics as DeepEval metrics, and drive DeepEval's own metrics with a ragbridge judge.
+use ragbridge metrics as DeepEval metrics (also under DeepEval's own class names, as drop-ins),
+and drive DeepEval's own metrics with a ragbridge judge.
 
 Why it is built this way:
 
@@ -41,8 +42,24 @@ Why it is built this way:
   an errored metric instead of a low score. A *skipped* score (the measure does not apply, e.g.
   a ranking measure on an unlabelled sample) is reported the same way, as ``"skipped: <reason>"``:
   DeepEval has no "not applicable" outcome that does not either pass or abort the run.
-* **Direction follows DeepEval.** For measures where lower is better (``hallucination``),
-  success is ``score <= threshold``, as DeepEval's own HallucinationMetric does.
+* **Two ways in.** `as_deepeval_metric` / `RagbridgeMetric` show any ragbridge measure as
+  ``ragbridge/<measure>`` in ragbridge's direction: for a measure where lower is better
+  (``hallucination``) success is ``score <= threshold``. The drop-in classes
+  (`FaithfulnessMetric`, `AnswerRelevancyMetric`, `ContextualPrecisionMetric`,
+  `ContextualRecallMetric`, `HallucinationMetric`; `DeepEvalNamedMetric`) are for code
+  written for DeepEval: its class names, constructor arguments, ``__name__`` (the results
+  column), required test case fields and error, strict mode, and direction. DeepEval 4.3 scores
+  its HallucinationMetric as agreement with ``LLMTestCase.context`` (1 is a pass, ``threshold``
+  a minimum; before 4.x it was the share of contexts contradicted, ``threshold`` a maximum), so
+  the drop-in `HallucinationMetric` reads ``context`` and shows ``1 − hallucination``.
+* **No "You're running DeepEval's latest ... Metric!" banner** for ragbridge's metrics: it is
+  not DeepEval's metric. DeepEval has no per-metric switch, so its description function is
+  wrapped where DeepEval calls it and answers for ragbridge's metrics only (`_silence_banner`);
+  DeepEval's own metrics keep their banner.
+* **``model=`` is DeepEval's name for the judge** (`judge_of_model`): a model object is passed
+  on (`Settings` wraps DeepEval, LangChain, LlamaIndex and OpenAI models); a model name is
+  resolved by DeepEval exactly as its own metrics resolve it, so ``model="gpt-4.1"`` means the
+  same model, key and provider settings as before. Giving ``model=`` and ``judge=`` is refused.
 * **DeepEval's metrics on a ragbridge judge.** `DeepEvalJudge` is a `DeepEvalBaseLLM` whose calls
   go through a `JudgeEngine`, so DeepEval's prompts get ragbridge's retries, timeout,
   concurrency cap, usage accounting and cache (keyed by template ``"deepeval"`` and DeepEval's
@@ -57,14 +74,15 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib
 import io
 import json
 import os
 import tempfile
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ValidationError
 from typing_extensions import Unpack
@@ -74,7 +92,7 @@ from ragbridge.core.engine import JudgeEngine, cost_of
 from ragbridge.core.judge import Judge, Message
 from ragbridge.core.metrics.base import Metric
 from ragbridge.core.results import Failure, FailureKind, Score, Usage
-from ragbridge.core.runner import build_engines, resolve_metrics, run_sync
+from ragbridge.core.runner import build_engines, default_embedder, resolve_metrics, run_sync
 from ragbridge.core.sample import Sample
 from ragbridge.core.scoring import Scorer, explain
 from ragbridge.core.settings import Settings, SettingsOptions
@@ -87,6 +105,7 @@ quiet_frameworks()  # before deepeval is imported: it reads its settings and .en
 try:
     from deepeval._version import __version__ as DEEPEVAL_VERSION
     from deepeval.dataset import EvaluationDataset, Golden
+    from deepeval.errors import MissingTestCaseParamsError
     from deepeval.metrics import BaseMetric
     from deepeval.models import DeepEvalBaseLLM
     from deepeval.test_case import LLMTestCase
@@ -100,13 +119,20 @@ except ImportError as exc:  # the fence: name the extra, not just the missing mo
 __all__ = [
     "INSTALL_HINT",
     "META_KEY",
+    "AnswerRelevancyMetric",
+    "ContextualPrecisionMetric",
+    "ContextualRecallMetric",
     "DeepEvalJudge",
+    "DeepEvalNamedMetric",
+    "FaithfulnessMetric",
+    "HallucinationMetric",
     "JudgeCallFailed",
     "RagbridgeMetric",
     "as_deepeval_metric",
     "from_dataset",
     "from_golden",
     "from_test_case",
+    "judge_of_model",
     "load_test_cases",
     "save_test_cases",
     "to_dataset",
@@ -456,6 +482,7 @@ class RagbridgeMetric(BaseMetric):  # type: ignore[no-untyped-call]
         verbose_mode: bool = False,
         scorer: Scorer | None = None,
         contexts_from: ContextsFrom = "auto",
+        model: Any = None,
         settings: Settings | None = None,
         **options: Unpack[SettingsOptions],
     ) -> None:
@@ -467,6 +494,9 @@ class RagbridgeMetric(BaseMetric):  # type: ignore[no-untyped-call]
             )
         self.contexts_from: ContextsFrom = contexts_from
         resolved = metric if isinstance(metric, Metric) else resolve_metrics([metric])[0]
+        if model is not None:
+            _refuse_two_judges(scorer, settings, options)
+            options["judge"] = judge_of_model(model)
         if scorer is None:
             scorer = Scorer([resolved], settings=settings, **options)
         elif resolved.name not in scorer.names:
@@ -474,7 +504,9 @@ class RagbridgeMetric(BaseMetric):  # type: ignore[no-untyped-call]
         self.scorer = scorer
         self.metric = resolved = scorer.metrics[scorer.names.index(resolved.name)]
         self.settings = scorer.settings  # kept by this name: DeepEval copies metrics by it
-        self.higher_is_better = type(resolved).higher_is_better
+        # The model is not kept as ``self.model``: DeepEval's copies pass the scorer, which
+        # holds it, and a second judge source would be refused.
+        self.higher_is_better = type(resolved).higher_is_better != self._complement
         self.threshold = (1.0 if self.higher_is_better else 0.0) if strict_mode else threshold
         self.include_reason = include_reason
         self.strict_mode = strict_mode
@@ -493,12 +525,15 @@ class RagbridgeMetric(BaseMetric):  # type: ignore[no-untyped-call]
         suffix = "" if metric.provider in (default, "retrieval") else f":{metric.provider}"
         return f"ragbridge/{metric.name}{suffix}"
 
+    _complement: ClassVar[bool] = False
+    """True when ``score`` is 1 − the measure's value (the direction flips with it)."""
+
     # DeepEval annotates ``-> float``; a failed or skipped score returns None (``error`` says why).
     def measure(  # type: ignore[override]
         self, test_case: LLMTestCase, *args: Any, **kwargs: Any
     ) -> float | None:
         """Score ``test_case`` (``*args``/``**kwargs`` are DeepEval's display flags, unused)."""
-        sample = from_test_case(test_case, contexts_from=self.contexts_from)
+        sample = self._sample(test_case)
         name = self.metric.name
         return self._apply(self.scorer.score(sample, only=[name])[name])
 
@@ -506,14 +541,24 @@ class RagbridgeMetric(BaseMetric):  # type: ignore[no-untyped-call]
         self, test_case: LLMTestCase, *args: Any, **kwargs: Any
     ) -> float | None:
         """The async form of `measure`, on the caller's event loop."""
-        sample = from_test_case(test_case, contexts_from=self.contexts_from)
+        sample = self._sample(test_case)
         name = self.metric.name
         scores = await self.scorer.ascore(sample, only=[name])
         return self._apply(scores[name])
 
+    def _sample(self, test_case: LLMTestCase) -> Sample:
+        return from_test_case(test_case, contexts_from=self.contexts_from)
+
+    def _shown(self, value: float) -> float:
+        """The score DeepEval shows for the measure's ``value``."""
+        return 1.0 - value if self._complement else value
+
+    def _explain(self, score: Score) -> str:
+        return explain(score)
+
     def _apply(self, score: Score) -> float | None:
         self.last_score = score
-        self.score = score.value
+        self.score = None if score.value is None else self._shown(score.value)
         self.reason = None
         self.error = None
         # Run-level: retrieved ids that (almost) never match the labels, said on ranking scores.
@@ -523,7 +568,7 @@ class RagbridgeMetric(BaseMetric):  # type: ignore[no-untyped-call]
             # "failed (kind): message" or "skipped: reason"
             self.error = "\n".join([explain(score), *notes])
         elif self.include_reason:
-            self.reason = "\n".join([explain(score), *notes])
+            self.reason = "\n".join([self._explain(score), *notes])
         elif notes:
             self.reason = "\n".join(notes)
         engine = self.scorer.judge
@@ -543,7 +588,7 @@ class RagbridgeMetric(BaseMetric):  # type: ignore[no-untyped-call]
                     explain(score, limit=50),
                 ]
             )
-        value: float | None = score.value
+        value: float | None = self.score
         return value
 
     def is_successful(self) -> bool:
@@ -568,17 +613,21 @@ def as_deepeval_metric(
     async_mode: bool = True,
     verbose_mode: bool = False,
     contexts_from: ContextsFrom = "auto",
+    model: Any = None,
     settings: Settings | None = None,
     **options: Unpack[SettingsOptions],
 ) -> RagbridgeMetric:
     """A DeepEval metric scoring ``metric`` (an object or a name like ``"faithfulness:offline"``).
 
-    Success is ``score >= threshold``, or ``score <= threshold`` for measures where lower is
-    better (hallucination), as DeepEval's HallucinationMetric has it. ``strict_mode`` sets the
-    threshold to 1 (0 for lower-is-better). A failed or skipped ragbridge score sets ``error``.
-    ``contexts_from`` picks the test case field checked as the contexts (`from_test_case`): by
-    default ``retrieval_context``, or ``context`` when a test case has only that one, as in
-    DeepEval's own HallucinationMetric example.
+    It shows as ``ragbridge/<measure>`` and keeps ragbridge's direction: success is
+    ``score >= threshold``, or ``score <= threshold`` for measures where lower is better
+    (``hallucination``, as DeepEval's HallucinationMetric read before 4.x). For DeepEval's own
+    names, arguments and directions use the drop-in classes (`FaithfulnessMetric`, ...).
+    ``strict_mode`` sets the threshold to 1 (0 for lower-is-better). A failed or skipped
+    ragbridge score sets ``error``. ``contexts_from`` picks the test case field checked as the
+    contexts (`from_test_case`): by default ``retrieval_context``, or ``context`` when a test
+    case has only that one, as in DeepEval's own HallucinationMetric example. ``model=`` is
+    DeepEval's name for ``judge=`` (`judge_of_model`).
     """
     return RagbridgeMetric(
         metric,
@@ -588,9 +637,320 @@ def as_deepeval_metric(
         async_mode=async_mode,
         verbose_mode=verbose_mode,
         contexts_from=contexts_from,
+        model=model,
         settings=settings,
         **options,
     )
+
+
+def judge_of_model(model: Any) -> Any:
+    """What DeepEval's ``model=`` means, as a ragbridge ``judge=`` value.
+
+    A model object (a `Judge`, a `DeepEvalBaseLLM`, a LangChain or LlamaIndex model, ...) is
+    passed on unchanged: `Settings` wraps framework models. A model *name* (``"gpt-4.1"``) is
+    resolved by DeepEval itself, exactly as its own metrics resolve ``model="..."``: into the
+    DeepEval model of the provider DeepEval is configured for (OpenAI by default, reading
+    ``OPENAI_API_KEY``; ``deepeval set-...`` picks others), which then judges ragbridge's
+    prompts. ``None`` gives DeepEval's default model the same way.
+    """
+    if model is None or isinstance(model, str):
+        from deepeval.metrics.utils import initialize_model
+
+        resolved, _native = initialize_model(model)
+        return resolved
+    return model
+
+
+def _refuse_two_judges(
+    scorer: Scorer | None, settings: Settings | None, options: Mapping[str, Any]
+) -> None:
+    given = [
+        name
+        for name, present in (
+            ("judge=", options.get("judge") is not None),
+            ("settings.judge", settings is not None and settings.judge is not None),
+            ("scorer= (it holds its judge)", scorer is not None),
+        )
+        if present
+    ]
+    if given:
+        raise TypeError(
+            f"model= and {given[0]} both name the judge; pass it once (model= is DeepEval's "
+            "name for judge=)"
+        )
+
+
+# --------------------------------------------------------------------------- DeepEval's names
+
+_ReqField = Literal["input", "actual_output", "expected_output", "retrieval_context", "context"]
+
+
+class DeepEvalNamedMetric(RagbridgeMetric):
+    """A ragbridge measure behind DeepEval's class name, arguments, column and direction.
+
+    The subclasses (`FaithfulnessMetric`, `AnswerRelevancyMetric`, `ContextualPrecisionMetric`,
+    `ContextualRecallMetric`, `HallucinationMetric`) take DeepEval's constructor arguments in
+    DeepEval's order — ``threshold``, ``model`` (a model object or name, `judge_of_model`),
+    ``include_reason``, ``async_mode``, ``strict_mode``, ``verbose_mode``, ``flaky`` — so that
+    changing the import is the whole migration, and they behave as DeepEval's classes do where
+    a user can see it:
+
+    * ``__name__`` (the results-table column, the ``assert_test`` message) is DeepEval's
+      (``"Faithfulness"``); a non-default ``provider=`` is appended (``"Faithfulness (offline)"``);
+    * a test case missing a field DeepEval's class requires (or with an empty
+      ``actual_output``) raises DeepEval's ``MissingTestCaseParamsError`` with DeepEval's
+      message, so ``ErrorConfig(skip_on_missing_params=..., ignore_errors=...)`` acts the same;
+    * ``strict_mode`` sets the threshold to 1 and a score below it to 0, as DeepEval's does;
+    * success is ``score >= threshold`` for every class, HallucinationMetric included (DeepEval
+      4.3's direction);
+    * no "You're running DeepEval's latest ... Metric!" banner (it is not DeepEval's metric).
+
+    The number is ragbridge's measure (one implementation, shared sub-results, cache, typed
+    failures); each class says where its definition differs from DeepEval's. ``provider=``
+    picks another registered provider (``"offline"``, ``"nli"``, or ``"deepeval"`` for
+    DeepEval's own definition on the ragbridge judge and cache). With no judge given, DeepEval's
+    default model is used, as DeepEval does; a measure that needs an embedder and gets none
+    uses ragbridge's offline default (all-MiniLM-L6-v2). ``judge=``, ``embedder=``, ``cache=``
+    and the other `Settings` fields, ``settings=`` and ``scorer=`` mean what they mean for
+    `RagbridgeMetric`.
+    """
+
+    measure_name: ClassVar[str]
+    deepeval_name: ClassVar[str]
+    required_fields: ClassVar[tuple[_ReqField, ...]]
+    contexts_field: ClassVar[ContextsFrom] = "retrieval_context"
+
+    def __init__(
+        self,
+        threshold: float = 0.5,
+        model: Any = None,
+        include_reason: bool = True,
+        async_mode: bool = True,
+        strict_mode: bool = False,
+        verbose_mode: bool = False,
+        *,
+        flaky: bool = False,
+        provider: str | None = None,
+        metric: Metric | None = None,
+        scorer: Scorer | None = None,
+        contexts_from: ContextsFrom | None = None,
+        settings: Settings | None = None,
+        **options: Unpack[SettingsOptions],
+    ) -> None:
+        # ``metric`` is how DeepEval's copies (one per test case) get the resolved measure back.
+        if metric is None:
+            metric = resolve_metrics([self._spelled(provider)])[0]
+        elif metric.name != self.measure_name:
+            raise ValueError(
+                f"{type(self).__name__} scores {self.measure_name!r}, not {metric.name!r}"
+            )
+        elif provider is not None and provider != metric.provider:
+            raise ValueError(
+                f"metric= uses provider {metric.provider!r}, provider= says {provider!r}"
+            )
+        judged = (
+            scorer is not None
+            or options.get("judge") is not None
+            or (settings is not None and settings.judge is not None)
+        )
+        if model is None and not judged and metric.needs_judge:
+            options["judge"] = judge_of_model(None)  # DeepEval's default model
+        embedded = (
+            scorer is not None
+            or options.get("embedder") is not None
+            or (settings is not None and settings.embedder is not None)
+        )
+        if metric.needs_embedder and not embedded:
+            options["embedder"] = default_embedder()
+        self.flaky = flaky
+        super().__init__(
+            metric,
+            threshold=threshold,
+            include_reason=include_reason,
+            strict_mode=strict_mode,
+            async_mode=async_mode,
+            verbose_mode=verbose_mode,
+            scorer=scorer,
+            contexts_from=self.contexts_field if contexts_from is None else contexts_from,
+            model=model,
+            settings=settings,
+            **options,
+        )
+
+    def _spelled(self, provider: str | None) -> str:
+        return self.measure_name if provider is None else f"{self.measure_name}:{provider}"
+
+    @property
+    def __name__(self) -> str:
+        metric = self.metric
+        default = metric.providers[0] if metric.providers else metric.provider
+        suffix = "" if metric.provider == default else f" ({metric.provider})"
+        return f"{self.deepeval_name}{suffix}"
+
+    def _sample(self, test_case: LLMTestCase) -> Sample:
+        # DeepEval's check and wording (deepeval.metrics.utils.check_llm_test_case_params):
+        # a None field is missing, and so is an empty actual_output.
+        empty = getattr(test_case, "actual_output", None) == ""
+        if empty and "actual_output" in self.required_fields:
+            self._missing(f"'actual_output' cannot be empty for the '{self.__name__}' metric")
+        missing = [f"'{f}'" for f in self.required_fields if getattr(test_case, f, None) is None]
+        if missing:
+            if len(missing) <= 2:
+                listed = " and ".join(missing)
+            else:
+                listed = ", ".join(missing[:-1]) + ", and " + missing[-1]
+            self._missing(f"{listed} cannot be None for the '{self.__name__}' metric")
+        return super()._sample(test_case)
+
+    def _missing(self, message: str) -> None:
+        self.error = message
+        self.success = False
+        raise MissingTestCaseParamsError(message)
+
+    def _shown(self, value: float) -> float:
+        shown = super()._shown(value)
+        threshold = self.threshold
+        if self.strict_mode and threshold is not None and shown < threshold:
+            return 0.0
+        return shown
+
+
+class FaithfulnessMetric(DeepEvalNamedMetric):
+    """ragbridge's ``faithfulness`` as DeepEval's ``FaithfulnessMetric``: the share of the
+    answer's claims that ``retrieval_context`` supports.
+
+    Differs from DeepEval's: a claim the contexts neither support nor contradict counts as
+    unsupported (DeepEval counts it as faithful unless ``penalize_ambiguous_claims``), and an
+    answer with no claim is an error, not 1.0.
+    """
+
+    measure_name = "faithfulness"
+    deepeval_name = "Faithfulness"
+    required_fields = ("input", "actual_output", "retrieval_context")
+
+
+class AnswerRelevancyMetric(DeepEvalNamedMetric):
+    """ragbridge's ``answer_relevance`` as DeepEval's ``AnswerRelevancyMetric``.
+
+    A different definition: ragbridge generates the questions the answer would answer and
+    compares them with ``input`` by embedding similarity (RAGAS's definition), with a
+    noncommittal answer scored 0; DeepEval scores the share of the answer's statements the
+    judge finds relevant to ``input``. ``provider="deepeval"`` gives DeepEval's definition on
+    the ragbridge judge. Needs an embedder (``embedder=``; by default ragbridge's offline one).
+    """
+
+    measure_name = "answer_relevance"
+    deepeval_name = "Answer Relevancy"
+    required_fields = ("input", "actual_output")
+
+
+class ContextualPrecisionMetric(DeepEvalNamedMetric):
+    """ragbridge's ``context_precision`` as DeepEval's ``ContextualPrecisionMetric``: each
+    passage of ``retrieval_context`` judged useful for ``expected_output`` or not, scored as
+    rank-weighted precision — DeepEval's definition too."""
+
+    measure_name = "context_precision"
+    deepeval_name = "Contextual Precision"
+    required_fields = ("input", "retrieval_context", "expected_output")
+
+
+class ContextualRecallMetric(DeepEvalNamedMetric):
+    """ragbridge's ``context_recall`` as DeepEval's ``ContextualRecallMetric``: the share of
+    ``expected_output``'s statements that ``retrieval_context`` backs — DeepEval's definition
+    too."""
+
+    measure_name = "context_recall"
+    deepeval_name = "Contextual Recall"
+    required_fields = ("input", "retrieval_context", "expected_output")
+
+
+class HallucinationMetric(DeepEvalNamedMetric):
+    """DeepEval's ``HallucinationMetric`` on ragbridge's ``hallucination``, read as DeepEval 4.3
+    reads it: checked against ``LLMTestCase.context`` (not ``retrieval_context``), and scored as
+    agreement — ``score = 1 − hallucination``, 1 is a pass, ``threshold`` is a minimum.
+
+    DeepEval 4.3 turned its HallucinationMetric around (it warns: "now scores in the same
+    direction as every other deepeval metric"); before, the score was the share of contexts
+    contradicted and ``threshold`` a maximum. That reading is ``as_deepeval_metric(
+    "hallucination", contexts_from="context")``. Differs from DeepEval's: ragbridge counts the
+    answer's claims the contexts contradict *or leave unsupported*; DeepEval counts the
+    contexts the output contradicts (an unsupported detail is forgiven). ``provider="nli"``
+    counts contradictions only.
+    """
+
+    measure_name = "hallucination"
+    deepeval_name = "Hallucination"
+    required_fields = ("input", "actual_output", "context")
+    contexts_field = "context"
+    _complement = True
+
+    def _explain(self, score: Score) -> str:
+        assert score.value is not None
+        head = f"score {1.0 - score.value:.2f} = 1 − hallucination {score.value:.2f} (1 is a pass)"
+        return f"{head}\n{explain(score)}"
+
+
+# --------------------------------------------------------------------------- DeepEval's banner
+
+
+class _NothingToPrint:
+    """A rich renderable that renders nothing: ``console.print`` of it prints no line."""
+
+    def __rich_console__(self, console: Any, options: Any) -> Iterator[Any]:
+        return iter(())
+
+    def __str__(self) -> str:
+        return ""
+
+
+def _no_banner(metric: RagbridgeMetric, async_mode: bool | None = None) -> Any:
+    return _NothingToPrint()
+
+
+def _progress_label(metric: RagbridgeMetric, async_mode: bool | None = None) -> str:
+    run_async = metric.async_mode if async_mode is None else async_mode
+    return (
+        f"ragbridge {metric.__name__} (using {metric.evaluation_model}, "
+        f"strict={metric.strict_mode}, async_mode={run_async})"
+    )
+
+
+def _silence_banner() -> None:
+    """No "You're running DeepEval's latest <name> Metric!" line for ragbridge's metrics.
+
+    DeepEval prints that line from ``format_metric_description`` (``deepeval.metrics.indicator``)
+    for every metric: ``evaluate()`` prints it once per metric before the run, and its progress
+    bars use it as their label. Only ``DisplayConfig(show_indicator=False)`` turns it off, for
+    all metrics at once. So the name is wrapped in the two modules that call it: for a
+    `RagbridgeMetric` the banner prints nothing and a progress bar reads "ragbridge <name>
+    (using <judge>, ...)"; any other metric gets DeepEval's own function, unchanged. Idempotent.
+    """
+    for module_name, own in (
+        ("deepeval.evaluate.evaluate", _no_banner),
+        ("deepeval.metrics.indicator", _progress_label),
+    ):
+        module = importlib.import_module(module_name)
+        original = getattr(module, "format_metric_description", None)
+        if original is None or hasattr(original, "__ragbridge_wraps__"):
+            continue
+
+        def describe(
+            metric: Any,
+            async_mode: bool | None = None,
+            *,
+            _deepeval: Any = original,
+            _own: Any = own,
+        ) -> Any:
+            if isinstance(metric, RagbridgeMetric):
+                return _own(metric, async_mode)
+            return _deepeval(metric, async_mode)
+
+        describe.__ragbridge_wraps__ = original  # type: ignore[attr-defined]
+        describe.__wrapped__ = original  # type: ignore[attr-defined]
+        module.format_metric_description = describe  # type: ignore[attr-defined]
+
+
+_silence_banner()
 
 
 # --------------------------------------------------------------------------- judge
