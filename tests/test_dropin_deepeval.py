@@ -4,14 +4,17 @@ Issue 16, DeepEval part: DeepEval's class names, constructor arguments, results 
 directions (`FaithfulnessMetric`, ...), no "You're running DeepEval's latest ... Metric!" banner
 for ragbridge's metrics (and DeepEval's own metrics untouched), HallucinationMetric reading
 ``LLMTestCase.context`` in DeepEval 4.3's direction, ``model=`` as DeepEval passes it, and the
-the getting-started example (added with it). Every judge is scripted; nothing leaves the machine.
+getting-started example run end to end. Every judge is scripted; nothing leaves the machine.
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
 import json
 import re
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -45,6 +48,8 @@ from ragbridge.core.judge import Message
 from ragbridge.core.settings import Settings
 from ragbridge.core.testing import CountingJudge, HashEmbedder, ScriptedJudge, minimal_instance
 
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "deepeval_getting_started.py"
 BANNER = "DeepEval's latest"
 
 DROP_INS: list[tuple[type[DeepEvalNamedMetric], str]] = [
@@ -575,3 +580,60 @@ def test_a_deepeval_judge_passed_as_model_runs_on_its_own_engine() -> None:
     metric = FaithfulnessMetric(model=DeepEvalJudge(judge))
     assert metric.measure(RAG_CASE) == 1.0
     assert judge.calls  # the ragbridge judge inside, not a second wrapper around it
+
+
+# --------------------------------------------------------------------------- 4. the example
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
+
+
+def test_the_getting_started_example_runs_offline_with_deepevals_names(tmp_path: Path) -> None:
+    done = _run(str(EXAMPLE), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert BANNER not in done.stdout + done.stderr
+    assert "ragbridge/" not in done.stdout
+    rows: dict[tuple[str, str], tuple[float, str]] = {}
+    for line in done.stdout.splitlines():
+        found = re.match(r"  (\w+)\s+(\D+?)\s+(\d\.\d\d) (pass|fail)$", line)
+        if found:
+            rows[(found[1], found[2])] = (float(found[3]), found[4])
+    names = {"Answer Relevancy", "Faithfulness", "Contextual Precision", "Contextual Recall"}
+    assert {metric for _, metric in rows} == names
+    assert {case for case, _ in rows} == {"refund", "shipping", "returns"}
+    assert all(0.0 <= score <= 1.0 for score, _ in rows.values())
+    assert all(verdict == "pass" for (case, _), (_, verdict) in rows.items() if case == "refund")
+    assert rows[("shipping", "Faithfulness")] == (0.0, "fail")  # 2 days where the passage says 1
+    assert rows[("returns", "Contextual Recall")] == (0.0, "fail")  # the passage was not retrieved
+    for test in ("test_answer_relevancy", "test_faithfulness", "test_hallucination"):
+        assert f"{test}: passed" in done.stdout
+
+
+def test_the_example_is_also_a_pytest_file(tmp_path: Path) -> None:
+    done = _run("-m", "pytest", "-q", "-p", "no:cacheprovider", str(EXAMPLE), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "3 passed" in done.stdout
+
+
+def test_the_example_changes_only_the_metric_import_and_constructors() -> None:
+    """DeepEval's own names are used for everything but the metrics: those come from ragbridge,
+    under DeepEval's class names, and no metric comes from deepeval.metrics."""
+    tree = ast.parse(EXAMPLE.read_text(encoding="utf-8"))
+    imported = {
+        (node.module, alias.name)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    from_deepeval = {(m, n) for m, n in imported if m is not None and m.startswith("deepeval")}
+    assert from_deepeval == {
+        ("deepeval", "assert_test"),
+        ("deepeval", "evaluate"),
+        ("deepeval.test_case", "LLMTestCase"),
+    }
+    metrics = {n for m, n in imported if m == "ragbridge.adapters.deepeval"}
+    assert metrics == {name for _, name in DROP_INS}
+    assert all(hasattr(deepeval_metrics, name) for name in metrics)  # DeepEval's class names
