@@ -26,15 +26,17 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import enum
 import itertools
 import json
 import math
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID, uuid4
 
 from pydantic import BaseModel
@@ -138,9 +140,21 @@ def document_to_context(
 # --------------------------------------------------------------------------- capture
 
 
+class _Setting(enum.Enum):
+    CAPTURE = "the capture's setting"
+
+
+FROM_CAPTURE: Literal[_Setting.CAPTURE] = _Setting.CAPTURE
+"""Default of `Retrieval.contexts`'s ``id_key``: the setting of the capture that recorded it."""
+
+
 @dataclass
 class Retrieval:
-    """One retriever run seen by a `RetrievalCapture`."""
+    """One retriever run seen by a `RetrievalCapture`.
+
+    ``id_key`` and ``score_keys`` are the settings of the capture that recorded it, which
+    `contexts` follows unless told otherwise.
+    """
 
     run_id: UUID
     parent_run_id: UUID | None
@@ -153,6 +167,8 @@ class Retrieval:
     started: float = field(default_factory=time.perf_counter)
     ended: float | None = None
     end_seq: int | None = None
+    id_key: str | Sequence[str] | None = None
+    score_keys: Sequence[str] = DEFAULT_SCORE_KEYS
 
     @property
     def done(self) -> bool:
@@ -165,14 +181,15 @@ class Retrieval:
     def contexts(
         self,
         *,
-        id_key: str | Sequence[str] | None = None,
-        score_keys: Sequence[str] = DEFAULT_SCORE_KEYS,
+        id_key: str | Sequence[str] | Literal[_Setting.CAPTURE] | None = FROM_CAPTURE,
+        score_keys: Sequence[str] | None = None,
     ) -> list[Context]:
-        """The retrieved documents as ranked `Context`s (empty for a failed retrieval)."""
-        return [
-            document_to_context(d, id_key=id_key, score_keys=score_keys)
-            for d in self.documents or []
-        ]
+        """The retrieved documents as ranked `Context`s (empty for a failed retrieval), with ids
+        and scores read as the capture reads them (its ``id_key``/``score_keys``); either can
+        be overridden here (``id_key=None``: ``Document.id``, then the default metadata keys)."""
+        key = self.id_key if id_key is FROM_CAPTURE else id_key
+        scores = self.score_keys if score_keys is None else score_keys
+        return [document_to_context(d, id_key=key, score_keys=scores) for d in self.documents or []]
 
     def matches(self, name: str) -> bool:
         """Selected by ``name``: its run name (``with_config(run_name=...)``) or one of its tags."""
@@ -332,6 +349,8 @@ class RetrievalCapture(BaseCallbackHandler):
             name=None if name is None else str(name),
             tags=list(tags or []),
             metadata=dict(metadata or {}),
+            id_key=self.id_key,
+            score_keys=self.score_keys,
         )
         with self._lock:
             self._parents[run_id] = parent_run_id
@@ -455,12 +474,46 @@ class RetrievalCapture(BaseCallbackHandler):
             info["retrieval_note"] = f"{len(found)} retrievals ran; used {how} ({chosen.name})"
         return chosen, info
 
-    def contexts(self, root_run_id: UUID, retriever_name: str | None = None) -> list[Context]:
-        """The selected retrieval of one invocation as `Context`s (see `select`)."""
-        chosen, _ = self.select(root_run_id, retriever_name)
-        if chosen is None:
-            return []
-        return chosen.contexts(id_key=self.id_key, score_keys=self.score_keys)
+    def contexts(
+        self,
+        root: UUID | None = None,
+        *,
+        retriever_name: str | None = None,
+        root_run_id: UUID | None = None,
+    ) -> list[Context]:
+        """The contexts of one top-level invocation (``root``, one of `roots`), or of every
+        invocation captured (no root, each context id once at its first occurrence), with ids
+        and scores read by the capture's ``id_key``/``score_keys``.
+
+        The same call as the LlamaIndex capture's ``contexts(root, retriever_name=...)``. Here an
+        invocation's contexts are those of its *selected* retrieval (see `select`: the last to
+        finish, or the one named ``retriever_name``), the one a chain usually answers from.
+        ``root_run_id=`` is the former name of ``root`` (deprecated).
+        """
+        if root_run_id is not None:
+            warnings.warn(
+                "RetrievalCapture.contexts(root_run_id=...) is deprecated: pass the root "
+                "positionally, contexts(root), as with the LlamaIndex capture",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            if root is not None:
+                raise TypeError("pass root or root_run_id, not both")
+            root = root_run_id
+        roots = [root] if root is not None else self.roots()
+        out: list[Context] = []
+        seen: set[str] = set()
+        for one in roots:
+            chosen, _ = self.select(one, retriever_name)
+            if chosen is None:
+                continue
+            for context in chosen.contexts(id_key=self.id_key, score_keys=self.score_keys):
+                if root is None and context.id is not None:
+                    if context.id in seen:
+                        continue
+                    seen.add(context.id)
+                out.append(context)
+        return out
 
     def clear(self) -> None:
         with self._lock:

@@ -32,6 +32,7 @@ import math
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -142,7 +143,8 @@ class CapturedRetrieval:
 
     ``root_span_id`` names the outermost call it ran under (``"RetrieverQueryEngine.aquery-…"``),
     which is what groups the retrievals of one user query; ``tags`` are the instrument tags that
-    were active.
+    were active. ``use_ref_doc_id`` is the setting of the capture that recorded it, which
+    `contexts` follows unless told otherwise.
     """
 
     query: str
@@ -151,9 +153,37 @@ class CapturedRetrieval:
     root_span_id: str | None
     tags: dict[str, Any]
     thread_id: int
+    use_ref_doc_id: bool = True
 
-    def contexts(self, *, use_ref_doc_id: bool = True) -> list[Context]:
-        return nodes_to_contexts(self.nodes, use_ref_doc_id=use_ref_doc_id)
+    @property
+    def name(self) -> str | None:
+        """The retriever's class (``"VectorIndexRetriever"``), read from its span id."""
+        if not self.span_id or "." not in self.span_id:
+            return None
+        return self.span_id.split(".", 1)[0]
+
+    def matches(self, name: str) -> bool:
+        """Selected by ``name``: the retriever's class name."""
+        return self.name == name
+
+    def contexts(self, *, use_ref_doc_id: bool | None = None) -> list[Context]:
+        """The nodes as ranked `Context`s, named as the capture names them (document ids unless
+        it was opened with ``use_ref_doc_id=False``); ``use_ref_doc_id=`` overrides that."""
+        chosen = self.use_ref_doc_id if use_ref_doc_id is None else use_ref_doc_id
+        return nodes_to_contexts(self.nodes, use_ref_doc_id=chosen)
+
+
+def _contexts_of(retrievals: Iterable[CapturedRetrieval], *, use_ref_doc_id: bool) -> list[Context]:
+    """The contexts of several retrievals in order, each node once (its first occurrence)."""
+    seen: set[str] = set()
+    out: list[Context] = []
+    for r in retrievals:
+        for item in r.nodes:
+            if item.node.node_id in seen:
+                continue
+            seen.add(item.node.node_id)
+            out.append(node_to_context(item, use_ref_doc_id=use_ref_doc_id))
+    return out
 
 
 @dataclass(frozen=True)
@@ -246,6 +276,7 @@ class RetrievalCapture:
                         root_span_id=root,
                         tags=tags,
                         thread_id=threading.get_ident(),
+                        use_ref_doc_id=self.use_ref_doc_id,
                     )
                 )
             elif isinstance(event, (LLMChatStartEvent, LLMCompletionStartEvent)):
@@ -283,17 +314,53 @@ class RetrievalCapture:
             names = [n for n, t in self.model_calls if all(t.get(k) == v for k, v in tags.items())]
         return list(dict.fromkeys(names))
 
-    def contexts(self, retrievals: Iterable[CapturedRetrieval] | None = None) -> list[Context]:
-        """Contexts of ``retrievals`` (default: all), first occurrence of each node kept."""
-        seen: set[str] = set()
-        out: list[Context] = []
-        for r in self.retrievals if retrievals is None else retrievals:
-            for item in r.nodes:
-                if item.node.node_id in seen:
-                    continue
-                seen.add(item.node.node_id)
-                out.append(node_to_context(item, use_ref_doc_id=self.use_ref_doc_id))
-        return out
+    def roots(self) -> list[str]:
+        """The top-level calls (their span ids) in the order they first retrieved: one per
+        ``query``/``chat`` call of the user's code."""
+        return [root for root in self.by_root() if root is not None]
+
+    def groups(self) -> dict[str | None, list[CapturedRetrieval]]:
+        """``{root span id: retrievals}``, as in the LangChain capture (same as `by_root`)."""
+        return self.by_root()
+
+    def for_root(self, root: str) -> list[CapturedRetrieval]:
+        """The retrievals of one top-level call (one of `roots`)."""
+        return self.by_root().get(root, [])
+
+    def contexts(
+        self,
+        root: str | Iterable[CapturedRetrieval] | None = None,
+        *,
+        retriever_name: str | None = None,
+    ) -> list[Context]:
+        """The contexts of one top-level call (``root``, one of `roots`), or of every call
+        captured (no root); each node once, at its first occurrence, named as the capture
+        names them (``use_ref_doc_id``).
+
+        The same call as the LangChain capture's ``contexts(root, retriever_name=...)``. Here a
+        call's contexts are those of *all* its retrievals (a sub-question engine retrieves once
+        per sub-question and answers from all of them); ``retriever_name`` keeps the retrievals
+        of one retriever class (``"VectorIndexRetriever"``).
+
+        Passing a list of retrievals (``contexts(cap.with_tags(...))``) still works but is
+        deprecated: call ``.contexts()`` on each retrieval, or pass a root.
+        """
+        if root is None:
+            chosen = self.retrievals
+        elif isinstance(root, str):
+            chosen = self.for_root(root)
+        else:
+            warnings.warn(
+                "RetrievalCapture.contexts(retrievals) is deprecated: pass a root from "
+                "cap.roots() (as with the LangChain capture), or call .contexts() on each "
+                "retrieval",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            chosen = list(root)
+        if retriever_name is not None:
+            chosen = [r for r in chosen if r.matches(retriever_name)]
+        return _contexts_of(chosen, use_ref_doc_id=self.use_ref_doc_id)
 
 
 def _model_name(model_dict: Any) -> str | None:
@@ -476,7 +543,7 @@ async def arun_query_engine(
                     contexts = nodes_to_contexts(source, use_ref_doc_id=use_ref_doc_id)
                 elif captured:
                     # Engines that do not report sources still retrieved: use what was seen.
-                    contexts = cap.contexts(captured)
+                    contexts = _contexts_of(captured, use_ref_doc_id=use_ref_doc_id)
                     meta["contexts_from"] = "instrumentation"
         done += 1
         if progress is not None:

@@ -61,6 +61,7 @@ from .capture import (
     SAMPLE_TAG,
     CapturedRetrieval,
     RetrievalCapture,
+    _contexts_of,
     _query_text,
     node_to_context,
     nodes_to_contexts,
@@ -516,7 +517,7 @@ class LiveScoring(BackgroundScoring):
         if source:
             contexts = nodes_to_contexts(source, use_ref_doc_id=self.use_ref_doc_id)
         else:
-            contexts = self._capture.contexts(retrievals)
+            contexts = _contexts_of(retrievals, use_ref_doc_id=self.use_ref_doc_id)
             if contexts:
                 meta["contexts_from"] = "instrumentation"
         sample = Sample(
