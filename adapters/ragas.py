@@ -1,5 +1,5 @@
-"""RAGAS adapter: move `Sample`s in and out of RAGAS's data forms, and run RAGAS's own metrics on
-ragbridge's judge, embedder and cache.
+"""RAGAS adapter: move `Sample`s in and out of RAGAS's data forms, run RAGAS's own metrics on
+ragbridge's judge, embedder and cache, and ragbridge's metrics inside ``ragas.evaluate``.
 
 Why it exists: teams compare ragbridge's measures with RAGAS's on the same data, or already keep
 their evaluation sets in RAGAS's schema. Both directions must be lossless where RAGAS can carry a
@@ -50,30 +50,52 @@ raises `RagasJudgeError` naming the ragbridge failure kind; RAGAS turns it into 
 `scores_from_ragas` turns every NaN into a typed `Score` failure, so no NaN reaches a report.
 Sync methods work inside a running event loop (`run_sync`).
 
+**ragbridge's measures inside ``ragas.evaluate``.** `RagbridgeMetric` implements RAGAS's metric
+protocol (a ``SingleTurnMetric``; a ``MetricWithLLM`` when the measure needs a judge), so a RAGAS
+user swaps a metric, not a pipeline: ``metrics=[RagbridgeMetric("faithfulness"),
+answer_relevancy]``. Its value is ragbridge's own (the number `ragbridge.core.evaluate` gives on
+the same sample and judge); with no judge of its own it judges with the ``llm=`` /
+``embeddings=`` RAGAS hands its metrics (`judge_from_ragas` unwraps RAGAS's and LangChain's
+models). `ragbridge_metrics` makes several that share each row's sub-results.
+
 RAGAS sends telemetry unless ``RAGAS_DO_NOT_TRACK=true`` is set. Importing this module without
 ragas raises ImportError naming the extra: ``pip install "ragbridge[ragas]"``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import math
 import numbers
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from typing_extensions import Unpack
 
 from ragbridge.adapters._frameworks import quiet_frameworks
 from ragbridge.core.cache import Cache, open_cache
 from ragbridge.core.engine import EmbeddingEngine, JudgeCall, JudgeEngine
-from ragbridge.core.judge import Embedder, Judge, Message
+from ragbridge.core.judge import (
+    Embedder,
+    Judge,
+    JudgeReply,
+    Message,
+    PermanentJudgeError,
+    classify_error,
+)
+from ragbridge.core.metrics.base import Metric
 from ragbridge.core.results import Evaluation, Failure, FailureKind, Score, Usage
-from ragbridge.core.runner import run_sync
+from ragbridge.core.runner import build_engines, resolve_metrics, run_sync
 from ragbridge.core.sample import Sample
+from ragbridge.core.scoring import Scorer, fingerprint
+from ragbridge.core.settings import Settings, SettingsOptions
 
 INSTALL_HINT = 'pip install "ragbridge[ragas]"'
 """What to run when the ``ragas`` extra is missing."""
@@ -82,11 +104,20 @@ quiet_frameworks()  # before ragas is imported: it reads RAGAS_DO_NOT_TRACK once
 
 try:
     import ragas
+    from langchain_core.language_models import BaseLanguageModel
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
     from langchain_core.outputs import Generation, LLMResult
-    from langchain_core.prompt_values import PromptValue
+    from langchain_core.prompt_values import ChatPromptValue, PromptValue
     from ragas.dataset_schema import EvaluationDataset, EvaluationResult, SingleTurnSample
     from ragas.embeddings.base import BaseRagasEmbedding, BaseRagasEmbeddings
-    from ragas.llms.base import BaseRagasLLM, InstructorBaseRagasLLM
+    from ragas.llms.base import BaseRagasLLM, InstructorBaseRagasLLM, LangchainLLMWrapper
+    from ragas.metrics.base import (
+        MetricOutputType,
+        MetricType,
+        MetricWithEmbeddings,
+        MetricWithLLM,
+        SingleTurnMetric,
+    )
     from ragas.run_config import RunConfig
 except ImportError as exc:  # the fence: name the extra, not just the missing module
     raise ImportError(
@@ -99,15 +130,22 @@ __all__ = [
     "INSTALL_HINT",
     "LEGACY_NAMES",
     "RAGAS_FIELDS",
+    "RAGAS_NAMES",
     "RagasEmbedder",
     "RagasInstructorJudge",
     "RagasJudge",
     "RagasJudgeError",
     "RagasModernEmbedder",
+    "RagbridgeMetric",
+    "RagbridgeScoreError",
+    "embedder_from_ragas",
     "from_hf_dataset",
     "from_ragas_dataset",
     "from_ragas_jsonl",
+    "judge_from_ragas",
     "ragas_extras",
+    "ragbridge_metric",
+    "ragbridge_metrics",
     "score_from_ragas",
     "scores_from_ragas",
     "to_hf_dataset",
@@ -660,7 +698,6 @@ class RagasJudge(BaseRagasLLM):
         callbacks: Any = None,
     ) -> LLMResult:
         """``n`` completions of ``prompt`` (one call each); raises `RagasJudgeError` on failure."""
-        import asyncio
 
         messages = _messages(prompt)
         calls = await asyncio.gather(
@@ -843,3 +880,413 @@ class RagasModernEmbedder(BaseRagasEmbedding):
     def embed_texts(self, texts: list[str], **kwargs: Any) -> list[list[float]]:
         result: list[list[float]] = run_sync(self.aembed_texts(texts))
         return result
+
+
+# --------------------------------------------------------------------------- RAGAS's models
+
+
+def _model_name(obj: Any) -> str:
+    """The model name a RAGAS LLM or embeddings object wraps, for the cache key and reports."""
+    for inner in (getattr(obj, attr, None) for attr in ("langchain_llm", "llm", "embeddings")):
+        for attr in ("model_name", "model"):
+            name = getattr(inner, attr, None)
+            if isinstance(name, str) and name:
+                return name
+    name = getattr(obj, "model", None)
+    return name if isinstance(name, str) and name else type(obj).__name__
+
+
+_MESSAGE_TYPES: dict[str, type[BaseMessage]] = {
+    "system": SystemMessage,
+    "user": HumanMessage,
+    "assistant": AIMessage,
+}
+
+
+def _usage_of(result: LLMResult) -> Usage:
+    """Tokens from a LangChain result: the provider's ``token_usage`` or a message's metadata."""
+    token_usage = (result.llm_output or {}).get("token_usage") or {}
+    prompt, completion = token_usage.get("prompt_tokens"), token_usage.get("completion_tokens")
+    if prompt is None and result.generations and result.generations[0]:
+        message = getattr(result.generations[0][0], "message", None)
+        metadata = getattr(message, "usage_metadata", None) or {}
+        prompt, completion = metadata.get("input_tokens"), metadata.get("output_tokens")
+    return Usage(prompt_tokens=int(prompt or 0), completion_tokens=int(completion or 0))
+
+
+class _RagasLLMJudge:
+    """A RAGAS LLM as a ragbridge `Judge`: a ``BaseRagasLLM`` (``LangchainLLMWrapper``,
+    ``LlamaIndexLLMWrapper``, a custom one) answers free text that the engine parses; an
+    instructor-style ``InstructorBaseRagasLLM`` answers with the schema's instance.
+
+    RAGAS's own retry around the model is bypassed (``agenerate_text``, not ``generate``): the
+    engine retries, and provider errors are mapped by `classify_error` like every adapter's.
+    """
+
+    def __init__(self, llm: BaseRagasLLM | InstructorBaseRagasLLM) -> None:
+        self.llm = llm
+        self.model = _model_name(llm)
+
+    def __repr__(self) -> str:
+        return f"judge_from_ragas({type(self.llm).__name__}, model={self.model!r})"
+
+    async def generate(
+        self, messages: Sequence[Message], *, schema: type[BaseModel] | None = None
+    ) -> JudgeReply:
+        try:
+            if isinstance(self.llm, InstructorBaseRagasLLM):
+                if schema is None:
+                    raise PermanentJudgeError(
+                        f"{type(self.llm).__name__} (an instructor-style RAGAS LLM) answers "
+                        "only with a response model; this prompt asks for free text"
+                    )
+                prompt = "\n\n".join(m["content"] for m in messages)
+                parsed: BaseModel = await self.llm.agenerate(prompt, schema)
+                return JudgeReply(text=parsed.model_dump_json(), parsed=parsed)
+            value = ChatPromptValue(
+                messages=[
+                    _MESSAGE_TYPES.get(m["role"], HumanMessage)(m["content"]) for m in messages
+                ]
+            )
+            result = await self.llm.agenerate_text(value)
+        except PermanentJudgeError:
+            raise
+        except Exception as exc:
+            mapped = classify_error(exc)
+            if mapped is not None:
+                raise mapped from exc
+            raise
+        generations = result.generations[0] if result.generations else []
+        return JudgeReply(text=generations[0].text if generations else "", usage=_usage_of(result))
+
+
+class _RagasEmbeddingsEmbedder:
+    """RAGAS embeddings (legacy ``BaseRagasEmbeddings`` / LangChain ``Embeddings``, or the modern
+    ``BaseRagasEmbedding``) as a ragbridge `Embedder`."""
+
+    def __init__(self, embeddings: Any) -> None:
+        self.embeddings = embeddings
+        self.model = _model_name(embeddings)
+
+    def __repr__(self) -> str:
+        return f"embedder_from_ragas({type(self.embeddings).__name__}, model={self.model!r})"
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if hasattr(self.embeddings, "aembed_documents"):
+            vectors = await self.embeddings.aembed_documents(list(texts))
+        else:
+            vectors = await self.embeddings.aembed_texts(list(texts))
+        return [[float(x) for x in vector] for vector in vectors]
+
+
+def _as_judge(llm: Any) -> Any:
+    """A RAGAS or LangChain model as a ragbridge judge; anything else unchanged."""
+    if isinstance(llm, (RagasJudge, RagasInstructorJudge)):
+        return llm.engine
+    if isinstance(llm, (BaseRagasLLM, InstructorBaseRagasLLM)):
+        return _RagasLLMJudge(llm)
+    if isinstance(llm, BaseLanguageModel):
+        return _RagasLLMJudge(LangchainLLMWrapper(llm))
+    return llm
+
+
+def _as_embedder(embeddings: Any) -> Any:
+    """RAGAS or LangChain embeddings as a ragbridge embedder; anything else unchanged."""
+    if isinstance(embeddings, (RagasEmbedder, RagasModernEmbedder)):
+        return embeddings.engine
+    if isinstance(embeddings, (BaseRagasEmbeddings, BaseRagasEmbedding)):
+        return _RagasEmbeddingsEmbedder(embeddings)
+    if not isinstance(embeddings, (Embedder, EmbeddingEngine)) and hasattr(
+        embeddings, "aembed_documents"
+    ):
+        return _RagasEmbeddingsEmbedder(embeddings)  # LangChain Embeddings
+    return embeddings
+
+
+def judge_from_ragas(llm: Any) -> Judge | JudgeEngine:
+    """What RAGAS calls an evaluator LLM, as a ragbridge judge.
+
+    ragbridge's own `RagasJudge` / `RagasInstructorJudge` give back their engine (same cache,
+    in-flight cap and usage); any other ``BaseRagasLLM`` (``LangchainLLMWrapper(ChatOpenAI())``,
+    as RAGAS's tutorials write it) or ``InstructorBaseRagasLLM`` (``llm_factory(...)``) is
+    called through its RAGAS interface; a bare LangChain model is wrapped the way
+    ``ragas.evaluate`` wraps it. A ragbridge `Judge` or `JudgeEngine` is returned as it is.
+    """
+    judge = _as_judge(llm)
+    if isinstance(judge, (JudgeEngine, Judge)):
+        return judge
+    raise TypeError(
+        f"{type(llm).__module__}.{type(llm).__qualname__} is neither a RAGAS LLM, a LangChain "
+        "model nor a ragbridge Judge"
+    )
+
+
+def embedder_from_ragas(embeddings: Any) -> Embedder | EmbeddingEngine:
+    """RAGAS embeddings (or LangChain ``Embeddings``) as a ragbridge embedder; ragbridge's own
+    `RagasEmbedder` / `RagasModernEmbedder` give back their engine. See `judge_from_ragas`."""
+    embedder = _as_embedder(embeddings)
+    if isinstance(embedder, (EmbeddingEngine, Embedder)):
+        return embedder
+    raise TypeError(
+        f"{type(embeddings).__module__}.{type(embeddings).__qualname__} is neither RAGAS "
+        "embeddings, LangChain embeddings nor a ragbridge Embedder"
+    )
+
+
+# --------------------------------------------------------------------------- metrics for RAGAS
+
+RAGAS_NAMES: dict[str, str] = {"answer_relevancy": "answer_relevance"}
+"""RAGAS metric names accepted for the ragbridge measure of the same meaning (the column keeps
+the RAGAS name)."""
+
+_COLUMN_OF = {
+    "question": "user_input",
+    "answer": "response",
+    "contexts": "retrieved_contexts",
+    "reference": "reference",
+    "reference_contexts": "reference_contexts",
+    "relevance": "reference_context_ids",
+}
+_ROW_ID = "ragas-row"
+_SCORERS_KEPT = 8
+_log = logging.getLogger(__name__)
+
+
+class RagbridgeScoreError(RuntimeError):
+    """A ragbridge metric could not score a RAGAS row; ``score`` holds the typed failure.
+
+    Raised from inside ``ragas.evaluate``, which logs it and records NaN (or, with
+    ``raise_exceptions=True``, stops).
+    """
+
+    def __init__(self, metric: str, score: Score) -> None:
+        failure = score.failure
+        assert failure is not None
+        super().__init__(f"ragbridge {metric} failed ({failure.kind.value}): {failure.message}")
+        self.score = score
+        self.failure = failure
+
+
+class _Group:
+    """The ragbridge metrics that score one RAGAS row together: one `Scorer` per judge and
+    embedder, so metrics built together share each row's sub-results (one ``answer.analyze``
+    call serves faithfulness, answer relevance and answer correctness) and one engine."""
+
+    def __init__(self, metrics: list[Metric], settings: Settings) -> None:
+        self.metrics = metrics
+        self.settings = settings
+        self.engines = build_engines(settings, metrics)
+        self._lock = threading.Lock()
+        self._scorers: OrderedDict[tuple[int, int], tuple[Any, Any, Scorer]] = OrderedDict()
+
+    def scorer(self, llm: Any, embeddings: Any) -> Scorer:
+        own_judge, own_embedder = self.engines.judge, self.engines.embedder
+        llm = None if own_judge is not None else llm
+        embeddings = None if own_embedder is not None else embeddings
+        key = (id(llm), id(embeddings))
+        with self._lock:
+            kept = self._scorers.get(key)
+            if kept is not None and kept[0] is llm and kept[1] is embeddings:
+                self._scorers.move_to_end(key)
+                return kept[2]
+            judge = own_judge if llm is None else judge_from_ragas(llm)
+            embedder = own_embedder if embeddings is None else embedder_from_ragas(embeddings)
+            metrics = [m for m in self.metrics if judge is not None or not m.needs_judge]
+            scorer = Scorer(metrics, settings=self.settings.replace(judge=judge, embedder=embedder))
+            # Kept with the sources, so their ids stay theirs; a few only, since ragas.evaluate
+            # wraps a LangChain model anew on every call.
+            self._scorers[key] = (llm, embeddings, scorer)
+            while len(self._scorers) > _SCORERS_KEPT:
+                self._scorers.popitem(last=False)
+            return scorer
+
+
+def _resolve(metric: Metric | str) -> tuple[Metric, str]:
+    """The ragbridge metric, and the RAGAS column name it gets by default."""
+    if isinstance(metric, Metric):
+        resolved = metric
+        label = None
+    elif isinstance(metric, str):
+        measure, _, provider = metric.partition(":")
+        name = RAGAS_NAMES.get(measure, measure)
+        (resolved,) = resolve_metrics([f"{name}:{provider}" if provider else name])
+        label = metric if measure in RAGAS_NAMES else None
+    else:
+        raise TypeError(f"not a metric: {metric!r}")
+    if label is None:
+        default = resolved.providers[0] if resolved.providers else resolved.provider
+        suffix = "" if resolved.provider in (default, "retrieval") else f":{resolved.provider}"
+        label = f"{resolved.name}{suffix}"
+    return resolved, label
+
+
+def _models(
+    settings: Settings | None, llm: Any, embeddings: Any, options: dict[str, Any]
+) -> Settings:
+    """One `Settings` from ragbridge's spellings (``settings=``, ``judge=``, ``embedder=``, ...:
+    the core's rules) and RAGAS's metric-level ``llm=`` / ``embeddings=`` (allowed next to a
+    ``settings=`` that names no model). RAGAS and LangChain models become ragbridge judges and
+    embedders (`judge_from_ragas`); other objects are left to `Settings`."""
+    for ours, convert in (("judge", _as_judge), ("embedder", _as_embedder)):
+        if options.get(ours) is not None:
+            options[ours] = convert(options[ours])
+    merged = Settings.merged(settings, **options)
+    changes: dict[str, Any] = {}
+    for ragas_name, ours, given in (("llm", "judge", llm), ("embeddings", "embedder", embeddings)):
+        current = getattr(merged, ours)
+        if given is not None and current is not None:
+            raise TypeError(f"{ragas_name}= and {ours}= name the same model; pass one of them")
+        model = given if given is not None else current
+        if model is not None:
+            changes[ours] = _as_judge(model) if ours == "judge" else _as_embedder(model)
+    return merged.replace(**changes) if changes else merged
+
+
+class RagbridgeMetric(SingleTurnMetric):
+    """A ragbridge measure as a RAGAS metric: put it in ``ragas.evaluate(metrics=[...])`` next
+    to (or instead of) RAGAS's own, and its column holds ragbridge's value — the same number
+    ``ragbridge.core.evaluate`` gives on the same sample and judge.
+
+    ``RagbridgeMetric("faithfulness")``, ``RagbridgeMetric("answer_relevancy")`` (RAGAS's name
+    for ragbridge's ``answer_relevance``; the column keeps the name given),
+    ``RagbridgeMetric("faithfulness:offline")``, ``RagbridgeMetric("recall@5")``.
+
+    **Models.** A metric that needs a judge is a RAGAS ``MetricWithLLM`` (and, when it also
+    needs an embedder, a ``MetricWithEmbeddings``): given none, it uses what ``ragas.evaluate``
+    hands every such metric — its ``llm=`` / ``embeddings=`` (``LangchainLLMWrapper``, an
+    instructor LLM, ragbridge's `RagasJudge`, ... see `judge_from_ragas`). Given one here
+    (``judge=`` or RAGAS's spelling ``llm=``; ``embedder=`` / ``embeddings=``; or
+    ``settings=``), that one is used and ``metric.llm`` shows it. Metrics that need no judge
+    (offline, string, ranking) are neither, so RAGAS injects nothing (and makes no default
+    OpenAI client) for them; an offline one given no embedder uses ragbridge's default.
+
+    **Results.** A value is returned as is. A typed failure raises `RagbridgeScoreError` —
+    RAGAS logs it and records NaN, as for its own metrics — and a skip (the measure does not
+    apply, e.g. an abstaining answer) records NaN with a logged reason.
+
+    Several metrics made by one `ragbridge_metrics` call share a judge engine and each row's
+    sub-results. RAGAS's ``metric.name`` (the result column) can be set freely.
+    """
+
+    __eq__ = object.__eq__  # an identity (its engines, cache), not a value: see RagasJudge
+    __hash__ = object.__hash__
+
+    def __new__(cls, metric: Metric | str | None = None, *args: Any, **kwargs: Any) -> Any:
+        if cls is not RagbridgeMetric or metric is None:
+            return super().__new__(cls)
+        resolved, _ = _resolve(metric)
+        if not resolved.needs_judge:
+            return super().__new__(cls)
+        variant = _WithLLMAndEmbeddings if resolved.needs_embedder else _WithLLM
+        return super().__new__(variant)
+
+    def __init__(
+        self,
+        metric: Metric | str,
+        *,
+        settings: Settings | None = None,
+        llm: Any = None,
+        embeddings: Any = None,
+        name: str | None = None,
+        _group: _Group | None = None,
+        **options: Unpack[SettingsOptions],
+    ) -> None:
+        resolved, label = _resolve(metric)
+        if _group is None:
+            _group = _Group([resolved], _models(settings, llm, embeddings, dict(options)))
+        self._group = _group
+        self.metric = resolved
+        self.name = name or label
+        columns = {_COLUMN_OF[f] for f in resolved.requires if f in _COLUMN_OF} | {"user_input"}
+        optional = {f"{c}:optional" for c in RAGAS_FIELDS if c not in columns}
+        self._required_columns = {MetricType.SINGLE_TURN: columns | optional}
+        self._attach_models()
+
+    def _attach_models(self) -> None:
+        """Show the models given here as RAGAS's ``llm`` / ``embeddings`` (variants below)."""
+
+    def __repr__(self) -> str:
+        judge = self._group.engines.judge
+        model = f", judge={judge.model!r}" if judge is not None else ""
+        return f"RagbridgeMetric({self.metric.name!r}, provider={self.metric.provider!r}{model})"
+
+    @property
+    def settings(self) -> Settings:
+        return self._group.settings
+
+    def init(self, run_config: RunConfig) -> None:
+        """Called by ``ragas.evaluate`` once the models are set: check the judge is there and
+        build the scorer now rather than on the first row."""
+        self._scorer()
+
+    def _scorer(self) -> Scorer:
+        llm = getattr(self, "llm", None)
+        if self.metric.needs_judge and llm is None and self._group.engines.judge is None:
+            raise ValueError(
+                f"Metric '{self.name}' has no judge: pass llm= to ragas.evaluate, or "
+                f"judge= / llm= to RagbridgeMetric({self.metric.name!r})"
+            )
+        return self._group.scorer(llm, getattr(self, "embeddings", None))
+
+    async def _single_turn_ascore(self, sample: SingleTurnSample, callbacks: Any) -> float:
+        row = sample.model_dump(exclude_none=True)
+        converted = _sample_from_row(row, 0, None, _ROW_ID, f"RAGAS row for {self.name}")
+        name = self.metric.name
+        scores = await self._scorer().ascore(converted, only=[name], key=fingerprint(converted))
+        score = scores[name]
+        if score.value is not None:
+            return score.value
+        if score.failure is not None:
+            raise RagbridgeScoreError(self.name, score)
+        _log.warning("ragbridge %s skipped a row (RAGAS records NaN): %s", self.name, score.reason)
+        return math.nan
+
+
+class _WithLLM(RagbridgeMetric, MetricWithLLM):
+    """A `RagbridgeMetric` whose measure needs a judge (RAGAS fills ``llm`` when it is None)."""
+
+    def _attach_models(self) -> None:
+        engine = self._group.engines.judge
+        self.llm = RagasJudge(engine) if engine is not None else None
+        self.output_type = MetricOutputType.CONTINUOUS
+
+
+class _WithLLMAndEmbeddings(_WithLLM, MetricWithEmbeddings):
+    """A `RagbridgeMetric` whose measure needs a judge and an embedder (answer relevance)."""
+
+    def _attach_models(self) -> None:
+        super()._attach_models()
+        engine = self._group.engines.embedder
+        self.embeddings = RagasEmbedder(engine) if engine is not None else None
+
+
+def ragbridge_metric(
+    metric: Metric | str,
+    *,
+    settings: Settings | None = None,
+    llm: Any = None,
+    embeddings: Any = None,
+    name: str | None = None,
+    **options: Unpack[SettingsOptions],
+) -> RagbridgeMetric:
+    """``RagbridgeMetric(metric, ...)``: a ragbridge measure for ``ragas.evaluate``."""
+    return RagbridgeMetric(
+        metric, settings=settings, llm=llm, embeddings=embeddings, name=name, **options
+    )
+
+
+def ragbridge_metrics(
+    *metrics: Metric | str,
+    settings: Settings | None = None,
+    llm: Any = None,
+    embeddings: Any = None,
+    **options: Unpack[SettingsOptions],
+) -> list[RagbridgeMetric]:
+    """Several ragbridge measures for ``ragas.evaluate`` that share one judge engine and each
+    row's sub-results: ``metrics=[*ragbridge_metrics("faithfulness", "answer_relevancy")]``."""
+    resolved = [_resolve(m) for m in metrics]
+    names = [metric.name for metric, _ in resolved]
+    if len(set(names)) != len(names):
+        raise ValueError(f"metric names must be unique, got {names}")
+    group = _Group([m for m, _ in resolved], _models(settings, llm, embeddings, dict(options)))
+    return [RagbridgeMetric(metric, name=label, _group=group) for metric, label in resolved]

@@ -27,7 +27,6 @@ Why it looks the way it does:
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import math
 import threading
 import time
@@ -46,6 +45,7 @@ from ragbridge.core.judge import (
     classify_error,
 )
 from ragbridge.core.results import Usage
+from ragbridge.core.runner import run_sync
 from ragbridge.core.sample import Context, Sample
 
 INSTALL_HINT = 'pip install "ragbridge[llamaindex]"'
@@ -82,11 +82,14 @@ __all__ = [
     "LlamaIndexJudge",
     "RetrievalCapture",
     "arun_query_engine",
+    "arun_retriever",
     "capture_retrievals",
+    "engine_kind",
     "map_error",
     "node_to_context",
     "nodes_to_contexts",
     "run_query_engine",
+    "run_retriever",
     "usage_of",
 ]
 
@@ -255,6 +258,10 @@ class RetrievalCapture:
     def _span_exit(self, id_: str) -> None:
         with self._lock:
             self._roots.pop(id_, None)
+
+    def _span_result(self, id_: str, bound_args: Any, instance: Any, result: Any) -> None:
+        """A span is about to close with ``result`` (a hook for subclasses; chat engines emit
+        no query event, so their answers are only seen here)."""
 
     def _root_of(self, span_id: str | None) -> str | None:
         if span_id is None:
@@ -450,6 +457,7 @@ class _SpanHandler(BaseSpanHandler[Any]):
         self, id_: str, bound_args: Any, instance: Any | None = None, result: Any = None, **kw: Any
     ) -> None:
         for cap in _ROUTER.captures:
+            cap._span_result(id_, bound_args, instance, result)
             cap._span_exit(id_)
         return None
 
@@ -497,6 +505,29 @@ def _as_samples(samples: Iterable[Sample | str]) -> list[Sample]:
     return out
 
 
+def engine_kind(engine: Any) -> str:
+    """``"query"`` for a query engine (``aquery``), ``"chat"`` for a chat engine (``achat``).
+
+    Anything else is refused here, in one line, rather than failing once per sample.
+    """
+    if callable(getattr(engine, "aquery", None)):
+        return "query"
+    if callable(getattr(engine, "achat", None)):
+        return "chat"
+    hint = ""
+    if callable(getattr(engine, "run", None)):
+        hint = (
+            " (an agent workflow: give the agent's query-engine tool's engine instead, or "
+            "capture the agent's retrievals with capture_retrievals())"
+        )
+    elif callable(getattr(engine, "aretrieve", None)):
+        hint = " (a retriever: use run_retriever)"
+    raise TypeError(
+        f"run_query_engine needs a LlamaIndex query engine (aquery) or chat engine (achat), "
+        f"got {type(engine).__name__}{hint}"
+    )
+
+
 async def arun_query_engine(
     engine: Any,
     samples: Iterable[Sample | str],
@@ -508,10 +539,21 @@ async def arun_query_engine(
     """Async form of `run_query_engine`."""
     if max_concurrency < 1:
         raise ValueError("max_concurrency must be >= 1")
+    kind = engine_kind(engine)
     todo = _as_samples(samples)
     run_id = uuid.uuid4().hex
-    gate = asyncio.Semaphore(max_concurrency)
+    # A chat engine keeps one conversation memory: its questions go one at a time, each into a
+    # fresh conversation, or one sample's history would leak into the next one's answer.
+    gate = asyncio.Semaphore(max_concurrency if kind == "query" else 1)
     done = 0
+
+    async def ask(question: str) -> Any:
+        if kind == "query":
+            return await engine.aquery(question)
+        reset = getattr(engine, "reset", None)
+        if callable(reset):
+            reset()
+        return await engine.achat(question)
 
     async def one(sample: Sample) -> Sample:
         nonlocal done
@@ -524,13 +566,19 @@ async def arun_query_engine(
                 # Merged with the caller's tags: instrument_tags replaces, it does not add.
                 tags = {**active_instrument_tags.get(), RUN_TAG: run_id, SAMPLE_TAG: sample.id}
                 with instrument_tags(tags):
-                    response = await engine.aquery(sample.question)
+                    response = await ask(sample.question)
             except Exception as exc:  # one failing query must not stop the run
                 meta["error"] = f"{type(exc).__name__}: {exc}"
                 response = None
             meta["latency_s"] = round(time.perf_counter() - start, 6)
             captured = cap.with_tags(**{RUN_TAG: run_id, SAMPLE_TAG: sample.id})
             meta["retrievals"] = len(captured)
+            if kind == "chat":
+                meta["engine"] = type(engine).__name__
+                queries = list(dict.fromkeys(r.query for r in captured))
+                if queries and queries != [sample.question]:
+                    # condense_plus_context retrieves with a rewritten question: say which
+                    meta["retrieval_query"] = queries[-1]
             models = cap.models_with_tags(**{RUN_TAG: run_id, SAMPLE_TAG: sample.id})
             if models:  # the last LLM wrote the answer; `ragbridge eval` warns if it judges
                 meta["generator_model"] = models[-1]
@@ -564,18 +612,29 @@ def run_query_engine(
     progress: Progress | None = None,
     use_ref_doc_id: bool = True,
 ) -> list[Sample]:
-    """Ask a LlamaIndex query engine every sample's question; return the samples filled in.
+    """Ask a LlamaIndex query engine or chat engine every sample's question; return the samples
+    filled in.
 
-    Runs ``engine.aquery`` with at most ``max_concurrency`` queries in flight. Each result keeps
-    the input's id, reference and relevance, and gets ``answer`` (``str(response)``), ``contexts``
-    (from ``response.source_nodes``, else from the captured retrievals) and
-    ``metadata["latency_s"]``/``["retrievals"]``. A query that raises gets ``metadata["error"]``
-    and no answer; the run continues. Bare strings are accepted as questions (ids ``"0"``, ...).
-    Works inside a running event loop too (the run then uses a worker thread).
+    A query engine is asked with ``engine.aquery``, at most ``max_concurrency`` queries in
+    flight. A chat engine (``index.as_chat_engine(chat_mode="context")``,
+    ``"condense_plus_context"``, ...) is asked with ``engine.achat``, one question at a time,
+    each in a fresh conversation (``engine.reset()`` before it; its memory is shared, so
+    concurrent or chained questions would answer from each other's history); the engine is
+    left reset. Anything else (an agent workflow, a retriever) is refused with a `TypeError`
+    before any question is asked.
+
+    Each result keeps the input's id, reference and relevance, and gets ``answer``
+    (``str(response)``), ``contexts`` (from ``response.source_nodes``, else from the captured
+    retrievals) and ``metadata["latency_s"]``/``["retrievals"]`` (chat engines also
+    ``["engine"]``, and ``["retrieval_query"]`` when the engine retrieved with a rewritten
+    question). A query that raises gets ``metadata["error"]`` and no answer; the run
+    continues. Bare strings are accepted as questions (ids ``"0"``, ...). Works inside a
+    running event loop too (the run then uses a worker thread).
 
     The captured-retrieval fallback needs instrumented components: a ``CustomQueryEngine``'s own
     ``custom_query`` emits no events, but retrievers it calls do.
     """
+    engine_kind(engine)  # refuse what cannot be asked before starting a loop
     coro = arun_query_engine(
         engine,
         samples,
@@ -583,12 +642,68 @@ def run_query_engine(
         progress=progress,
         use_ref_doc_id=use_ref_doc_id,
     )
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ragbridge") as pool:
-        return pool.submit(asyncio.run, coro).result()
+    return run_sync(coro)
+
+
+async def arun_retriever(
+    retriever: Any,
+    samples: Iterable[Sample | str],
+    *,
+    max_concurrency: int = 8,
+    use_ref_doc_id: bool = True,
+    node_postprocessors: Sequence[Any] | None = None,
+) -> list[Sample]:
+    """Async form of `run_retriever`."""
+    if max_concurrency < 1:
+        raise ValueError("max_concurrency must be >= 1")
+    if not callable(getattr(retriever, "aretrieve", None)):
+        raise TypeError(
+            "run_retriever needs a LlamaIndex retriever (aretrieve), "
+            f"got {type(retriever).__name__}"
+        )
+    todo = _as_samples(samples)
+    gate = asyncio.Semaphore(max_concurrency)
+
+    async def one(sample: Sample) -> Sample:
+        meta: dict[str, Any] = dict(sample.metadata)
+        contexts: list[Context] = []
+        async with gate:
+            start = time.perf_counter()
+            try:
+                nodes = await retriever.aretrieve(sample.question)
+                for post in node_postprocessors or ():
+                    nodes = post.postprocess_nodes(nodes, query_str=sample.question)
+            except Exception as exc:  # one failing retrieval must not stop the run
+                meta["error"] = f"{type(exc).__name__}: {exc}"
+            else:
+                contexts = nodes_to_contexts(nodes, use_ref_doc_id=use_ref_doc_id)
+            meta["latency_s"] = round(time.perf_counter() - start, 6)
+        return sample.model_copy(update={"contexts": contexts, "metadata": meta})
+
+    return list(await asyncio.gather(*(one(s) for s in todo)))
+
+
+def run_retriever(
+    retriever: Any,
+    samples: Iterable[Sample | str],
+    *,
+    max_concurrency: int = 8,
+    use_ref_doc_id: bool = True,
+    node_postprocessors: Sequence[Any] | None = None,
+) -> list[Sample]:
+    """Retrieval only: each sample's ``contexts`` from ``retriever.aretrieve`` (after
+    ``node_postprocessors``, as LlamaIndex's ``RetrieverEvaluator`` applies them), for scoring
+    a retriever with the ranking measures without paying for generation. Ids are document ids
+    (``ref_doc_id``) unless ``use_ref_doc_id=False``; errors are recorded per sample as in
+    `run_query_engine`. The LangChain counterpart is ``retrieve_only``."""
+    coro = arun_retriever(
+        retriever,
+        samples,
+        max_concurrency=max_concurrency,
+        use_ref_doc_id=use_ref_doc_id,
+        node_postprocessors=node_postprocessors,
+    )
+    return run_sync(coro)
 
 
 # --------------------------------------------------------------------------- judge and embedder

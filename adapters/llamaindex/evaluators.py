@@ -69,12 +69,14 @@ from .capture import (
 
 try:
     from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
+    from llama_index.core.chat_engine.types import BaseChatEngine, StreamingAgentChatResponse
     from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
     from llama_index.core.instrumentation.events import BaseEvent
     from llama_index.core.instrumentation.events.query import QueryEndEvent
     from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent
     from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
     from llama_index.core.schema import BaseNode, NodeWithScore
+    from llama_index_instrumentation.dispatcher import active_instrument_tags
 except ImportError as exc:  # pragma: no cover - capture.py raises first with the same hint
     raise ImportError(
         f"ragbridge.adapters.llamaindex needs llama-index-core ({exc}); install the extra: "
@@ -108,6 +110,11 @@ def _answer_of(response: Any) -> str | None:
                 "the stream here would take it from the caller"
             )
         return response.response_txt
+    if isinstance(response, StreamingAgentChatResponse):
+        raise _Unscorable(
+            "streaming chat response: its text is not known when the chat call returns, and "
+            "reading the stream here would take it from the caller"
+        )
     text = getattr(response, "response", None)
     if isinstance(text, str):
         return text
@@ -410,6 +417,19 @@ class _LiveCapture(RetrievalCapture):
         except Exception as exc:  # the dispatcher would swallow it silently
             self._live.note_error(f"query end handling failed: {type(exc).__name__}: {exc}")
 
+    def _span_result(self, id_: str, bound_args: Any, instance: Any, result: Any) -> None:
+        # A chat engine emits no query end: its top-level chat call is seen as it returns.
+        try:
+            if not isinstance(instance, BaseChatEngine) or self._live.on_worker_thread():
+                return
+            with self._lock:
+                if not self._active or self._roots.get(id_) != id_:
+                    return  # a chat inside the user's own span, or a nested call
+                retrievals = self._by_root.pop(id_, [])
+            self._live._chat_ended(id_, bound_args, instance, result, retrievals)
+        except Exception as exc:  # the dispatcher would swallow it silently
+            self._live.note_error(f"chat end handling failed: {type(exc).__name__}: {exc}")
+
     def _span_exit(self, id_: str) -> None:
         with self._lock:
             if self._roots.get(id_) == id_:
@@ -423,7 +443,8 @@ class _LiveCapture(RetrievalCapture):
 
 
 class LiveScoring(BackgroundScoring):
-    """Scores every top-level query a LlamaIndex query engine answers while it is open.
+    """Scores every top-level query a LlamaIndex query engine or chat engine answers while it
+    is open.
 
     Build it with `score_queries`. Each query that ends is sampled with probability
     ``sample_rate`` (``seed`` makes the choice reproducible); a sampled query becomes a `Sample`
@@ -436,10 +457,15 @@ class LiveScoring(BackgroundScoring):
 
     Sample ids come from the ``id_tag`` instrument tag when the query ran under
     ``instrument_tags({id_tag: ...})``, else ``"query-<n>"`` in the order queries ended.
-    Only the outermost query call is scored (a router's sub-queries or a query-engine tool
-    inside an agent are not). Chat engines emit no query end, and neither does a
-    ``CustomQueryEngine`` (it overrides ``query`` without instrumentation): they are not scored;
-    subclass ``BaseQueryEngine`` instead, or run them through `run_query_engine` and score the
+    Only the outermost call is scored (a router's sub-queries, a query-engine tool inside an
+    agent, the query a ``condense_question`` chat engine makes are not). A chat engine's turn
+    (``chat``/``achat`` of ``as_chat_engine(chat_mode="context")``, ``"condense_plus_context"``,
+    ...) emits no query end; it is read when the call returns: the user's message is the
+    question (``metadata["retrieval_query"]`` holds the rewritten one when the engine
+    retrieved with another), the reply the answer, its ``source_nodes`` the contexts. A
+    streamed chat (``stream_chat``) is skipped with its reason, like a streamed query. A
+    ``CustomQueryEngine`` overrides ``query`` without instrumentation and is not scored;
+    subclass ``BaseQueryEngine`` instead, or run it through `run_query_engine` and score the
     samples. Read ``evaluation`` and ``samples`` after `wait` or `close`.
     """
 
@@ -489,6 +515,60 @@ class LiveScoring(BackgroundScoring):
             sample = Sample(id=sample_id, question=_safe_query(event), metadata={"span_id": root})
             message = f"could not read the query: {type(exc).__name__}: {exc}"
             failure = Score.fail(FailureKind.INVALID_INPUT, message)
+            self.settle(sample, dict.fromkeys(self.scorer.names, failure))
+            return
+        if skip is not None:
+            self.settle(sample, {n: Score.skip(skip) for n in self.scorer.names})
+            return
+        self.submit(sample)
+
+    def _chat_ended(
+        self,
+        root: str,
+        bound_args: Any,
+        instance: Any,
+        result: Any,
+        retrievals: list[CapturedRetrieval],
+    ) -> None:
+        tags = dict(active_instrument_tags.get())
+        sample_id = self.admit(tags.get(self.id_tag) if self.id_tag else None)
+        if sample_id is None:
+            return
+        arguments = dict(getattr(bound_args, "arguments", None) or {})
+        message = arguments.get("message")
+        question = message if isinstance(message, str) else str(message or "")
+        meta: dict[str, Any] = {
+            "span_id": root,
+            "retrievals": len(retrievals),
+            "engine": type(instance).__name__,
+        }
+        plain = {k: v for k, v in tags.items() if isinstance(v, (str, int, float, bool))}
+        if plain:
+            meta["tags"] = plain
+        queries = list(dict.fromkeys(r.query for r in retrievals))
+        if queries and queries != [question]:
+            meta["retrieval_query"] = queries[-1]
+        try:
+            answer: str | None = None
+            skip: str | None = None
+            try:
+                answer = _answer_of(result)
+            except _Unscorable as exc:
+                skip = str(exc)
+            source = list(getattr(result, "source_nodes", None) or [])
+            if source:
+                contexts = nodes_to_contexts(source, use_ref_doc_id=self.use_ref_doc_id)
+            else:
+                contexts = _contexts_of(retrievals, use_ref_doc_id=self.use_ref_doc_id)
+                if contexts:
+                    meta["contexts_from"] = "instrumentation"
+            sample = Sample(
+                id=sample_id, question=question, answer=answer, contexts=contexts, metadata=meta
+            )
+        except Exception as exc:
+            sample = Sample(id=sample_id, question=question, metadata={"span_id": root})
+            message_ = f"could not read the chat reply: {type(exc).__name__}: {exc}"
+            failure = Score.fail(FailureKind.INVALID_INPUT, message_)
             self.settle(sample, dict.fromkeys(self.scorer.names, failure))
             return
         if skip is not None:
