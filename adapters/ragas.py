@@ -58,6 +58,14 @@ the same sample and judge); with no judge of its own it judges with the ``llm=``
 ``embeddings=`` RAGAS hands its metrics (`judge_from_ragas` unwraps RAGAS's and LangChain's
 models). `ragbridge_metrics` makes several that share each row's sub-results.
 
+**RAGAS's result, with the reasons.** When a metric fails on a row RAGAS logs
+``Exception raised in Job[i]: Class(message)`` and writes NaN; `scores_from_ragas` on that result
+can say no more than "RAGAS returned NaN". `evaluate` (same arguments as ``ragas.evaluate``)
+watches the run through RAGAS's callbacks and returns RAGAS's own result (`RagasResult`, an
+``EvaluationResult``) with ``failures[row][metric]``: the exception's class and message, the RAGAS
+prompt that raised it, its cause, and a kind (``parse_error`` for ``RagasOutputParserException``,
+``timeout``, the ragbridge kind of a judge failure).
+
 RAGAS sends telemetry unless ``RAGAS_DO_NOT_TRACK=true`` is set. Importing this module without
 ragas raises ImportError naming the extra: ``pip install "ragbridge[ragas]"``.
 """
@@ -65,6 +73,7 @@ ragas raises ImportError naming the extra: ``pip install "ragbridge[ragas]"``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import math
@@ -72,9 +81,11 @@ import numbers
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
+from uuid import UUID
 
 from pydantic import BaseModel, ValidationError
 from typing_extensions import Unpack
@@ -86,8 +97,10 @@ from ragbridge.core.judge import (
     Embedder,
     Judge,
     JudgeReply,
+    JudgeTimeout,
     Message,
     PermanentJudgeError,
+    RateLimited,
     classify_error,
 )
 from ragbridge.core.metrics.base import Metric
@@ -104,12 +117,14 @@ quiet_frameworks()  # before ragas is imported: it reads RAGAS_DO_NOT_TRACK once
 
 try:
     import ragas
+    from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
     from langchain_core.language_models import BaseLanguageModel
     from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
     from langchain_core.outputs import Generation, LLMResult
     from langchain_core.prompt_values import ChatPromptValue, PromptValue
     from ragas.dataset_schema import EvaluationDataset, EvaluationResult, SingleTurnSample
     from ragas.embeddings.base import BaseRagasEmbedding, BaseRagasEmbeddings
+    from ragas.exceptions import LLMDidNotFinishException, RagasOutputParserException
     from ragas.llms.base import BaseRagasLLM, InstructorBaseRagasLLM, LangchainLLMWrapper
     from ragas.metrics.base import (
         MetricOutputType,
@@ -136,9 +151,13 @@ __all__ = [
     "RagasJudge",
     "RagasJudgeError",
     "RagasModernEmbedder",
+    "RagasResult",
     "RagbridgeMetric",
     "RagbridgeScoreError",
+    "aevaluate",
     "embedder_from_ragas",
+    "evaluate",
+    "failure_from_ragas",
     "from_hf_dataset",
     "from_ragas_dataset",
     "from_ragas_jsonl",
@@ -562,10 +581,18 @@ def scores_from_ragas(
     """A ragbridge `Evaluation` from a ``ragas.evaluate`` result (or its ``scores`` rows).
 
     Sample ids come from ``samples`` (the ones converted with `to_ragas_dataset`), else ``ids``,
-    else the row index. Every score goes through `score_from_ragas`: NaN becomes a failure whose
-    message says RAGAS returned NaN. ``judge`` adds its usage and model to the metadata.
+    else the row index. The result of this module's `evaluate` (`RagasResult`) gives its typed
+    cells: each NaN's failure names the exception RAGAS logged. Any other result's scores go
+    through `score_from_ragas`: a NaN becomes a failure saying only that RAGAS returned NaN.
+    ``judge`` adds its usage and model to the metadata.
     """
-    rows = list(result.scores) if isinstance(result, EvaluationResult) else list(result)
+    rows: list[Mapping[str, Any]]
+    if isinstance(result, RagasResult):
+        rows = list(result.ragbridge_scores)
+    elif isinstance(result, EvaluationResult):
+        rows = list(result.scores)
+    else:
+        rows = list(result)
     if samples is not None:
         ids = [s.id for s in samples]
     if ids is not None and len(ids) != len(rows):
@@ -578,7 +605,8 @@ def scores_from_ragas(
     for index, row in enumerate(rows):
         sample_id = ids[index] if ids is not None else str(index)
         for metric, value in row.items():
-            evaluation.add(sample_id, metric, score_from_ragas(value, metric=metric))
+            score = value if isinstance(value, Score) else score_from_ragas(value, metric=metric)
+            evaluation.add(sample_id, metric, score)
     return evaluation
 
 
@@ -698,6 +726,7 @@ class RagasJudge(BaseRagasLLM):
         callbacks: Any = None,
     ) -> LLMResult:
         """``n`` completions of ``prompt`` (one call each); raises `RagasJudgeError` on failure."""
+        import asyncio
 
         messages = _messages(prompt)
         calls = await asyncio.gather(
@@ -1056,7 +1085,7 @@ class RagbridgeScoreError(RuntimeError):
     """A ragbridge metric could not score a RAGAS row; ``score`` holds the typed failure.
 
     Raised from inside ``ragas.evaluate``, which logs it and records NaN (or, with
-    ``raise_exceptions=True``, stops).
+    ``raise_exceptions=True``, stops); this module's `evaluate` keeps ``score`` for the cell.
     """
 
     def __init__(self, metric: str, score: Score) -> None:
@@ -1162,7 +1191,8 @@ class RagbridgeMetric(SingleTurnMetric):
 
     **Results.** A value is returned as is. A typed failure raises `RagbridgeScoreError` —
     RAGAS logs it and records NaN, as for its own metrics — and a skip (the measure does not
-    apply, e.g. an abstaining answer) records NaN with a logged reason.
+    apply, e.g. an abstaining answer) records NaN with a logged reason. `evaluate` in this
+    module keeps both next to RAGAS's result.
 
     Several metrics made by one `ragbridge_metrics` call share a judge engine and each row's
     sub-results. RAGAS's ``metric.name`` (the result column) can be set freely.
@@ -1234,6 +1264,9 @@ class RagbridgeMetric(SingleTurnMetric):
         name = self.metric.name
         scores = await self._scorer().ascore(converted, only=[name], key=fingerprint(converted))
         score = scores[name]
+        recorder = _recorder_in(callbacks)
+        if recorder is not None:
+            recorder.scored(getattr(callbacks, "parent_run_id", None), score)
         if score.value is not None:
             return score.value
         if score.failure is not None:
@@ -1290,3 +1323,326 @@ def ragbridge_metrics(
         raise ValueError(f"metric names must be unique, got {names}")
     group = _Group([m for m, _ in resolved], _models(settings, llm, embeddings, dict(options)))
     return [RagbridgeMetric(metric, name=label, _group=group) for metric, label in resolved]
+
+
+# --------------------------------------------------------------------------- RAGAS's result
+
+
+class _Recorder(BaseCallbackHandler):
+    """Watches one ``ragas.evaluate`` run through RAGAS's own callbacks: which row and metric
+    each chain is, the exception each chain raised, and the ragbridge `Score` behind each
+    `RagbridgeMetric` cell. (RAGAS's executor logs only ``Class(message)`` and writes NaN.)"""
+
+    run_inline = True
+    raise_error = False
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.parents: dict[UUID, UUID | None] = {}
+        self.names: dict[UUID, str] = {}
+        self.rows: dict[UUID, int] = {}
+        self.errors: dict[UUID, BaseException] = {}
+        self.scores: dict[UUID, Score] = {}
+
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        with self._lock:
+            self.parents[run_id] = parent_run_id
+            self.names[run_id] = str((serialized or {}).get("name", ""))
+            if metadata and isinstance(metadata.get("row_index"), int):
+                self.rows[run_id] = metadata["row_index"]
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        with self._lock:
+            self.errors.setdefault(run_id, error)
+
+    def scored(self, run_id: UUID | None, score: Score) -> None:
+        if run_id is not None:
+            with self._lock:
+                self.scores[run_id] = score
+
+    def cells(self) -> dict[tuple[int, str], UUID]:
+        """(row, metric chain name) -> the metric's run id."""
+        with self._lock:
+            return {
+                (self.rows[parent], self.names[run]): run
+                for run, parent in self.parents.items()
+                if parent is not None and parent in self.rows
+            }
+
+    def inner_errors(self, run_id: UUID) -> list[tuple[str, BaseException]]:
+        """Errors raised by the chains below ``run_id`` (RAGAS's prompts), outermost first."""
+        with self._lock:
+            found: list[tuple[str, BaseException]] = []
+            level = [run_id]
+            while level:
+                level = [run for run, parent in self.parents.items() if parent in level]
+                found += [
+                    (self.names[run], self.errors[run]) for run in level if run in self.errors
+                ]
+            return found
+
+
+def _recorder_in(callbacks: Any) -> _Recorder | None:
+    for handler in getattr(callbacks, "handlers", None) or []:
+        if isinstance(handler, _Recorder):
+            return handler
+    return None
+
+
+class _JobLog(logging.Filter):
+    """Reads RAGAS's executor log lines ``Exception raised in Job[i]: Class(message)``: the
+    fallback for an error raised before a metric's chain started (then no callback sees it).
+
+    A filter that lets every record through, not a handler: the lines still reach the user's
+    handlers, or Python's last-resort stderr output when there are none, as without ragbridge.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.jobs: dict[int, tuple[str, str]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if (
+            isinstance(args, tuple)
+            and len(args) == 3
+            and str(record.msg).startswith("Exception raised in Job[")
+            and isinstance(args[0], int)
+        ):
+            self.jobs[args[0]] = (str(args[1]), str(args[2]))
+        return True
+
+
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _kind_of(error: BaseException) -> FailureKind:
+    if any(isinstance(e, RagasOutputParserException) for e in _chain(error)):
+        return FailureKind.PARSE_ERROR
+    if any(isinstance(e, (TimeoutError, asyncio.TimeoutError)) for e in _chain(error)):
+        return FailureKind.TIMEOUT
+    mapped = classify_error(error)
+    if isinstance(mapped, JudgeTimeout):
+        return FailureKind.TIMEOUT
+    if isinstance(mapped, RateLimited):
+        return FailureKind.RATE_LIMITED
+    if isinstance(error, LLMDidNotFinishException):
+        return FailureKind.INVALID_OUTPUT
+    return FailureKind.JUDGE_ERROR
+
+
+def _described(error: BaseException, *, first_line: bool = False) -> str:
+    text = str(error).strip()
+    if first_line:
+        text = text.splitlines()[0] if text else text
+    if not text and isinstance(error, (TimeoutError, asyncio.TimeoutError)):
+        text = "no result within RunConfig.timeout"
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def failure_from_ragas(
+    error: BaseException, *, metric: str, inner: Sequence[tuple[str, BaseException]] = ()
+) -> Failure:
+    """The typed failure for an exception a RAGAS metric raised on a row: the exception's class
+    and message (what RAGAS's executor logs), the RAGAS prompt that raised it (``inner``: the
+    metric's prompt chains and their errors, outermost first), and the first cause.
+
+    A ragbridge failure inside (`RagbridgeScoreError`, `RagasJudgeError`) keeps its own kind.
+    """
+    for e in _chain(error):
+        if isinstance(e, RagbridgeScoreError):
+            return e.failure
+    judge_error = next((e for e in _chain(error) if isinstance(e, RagasJudgeError)), None)
+    kind = judge_error.failure.kind if judge_error is not None else _kind_of(error)
+    message = f"RAGAS {metric} raised {_described(error)}"
+    prompts = [name for name, e in inner if e is error or type(e) is type(error)]
+    if prompts:
+        message += f" (in RAGAS prompt {prompts[0]!r})"
+    causes = [
+        e for e in _chain(error) if e is not error and not isinstance(e, asyncio.CancelledError)
+    ]
+    if causes:
+        message += f"; caused by {_described(causes[0], first_line=True)}"
+    return Failure(kind=kind, message=message)
+
+
+@dataclasses.dataclass(repr=False)
+class RagasResult(EvaluationResult):
+    """RAGAS's ``EvaluationResult`` (``scores``, ``to_pandas()``, ``result["faithfulness"]``,
+    the repr — unchanged) with every cell as a ragbridge `Score` next to it.
+
+    * ``failures[i][metric]`` — the typed `Failure` of each NaN cell of row ``i``: for RAGAS's
+      metrics the exception RAGAS logged (class, message, the failing prompt, the cause), for
+      ragbridge metrics their own failure; a NaN RAGAS returned without an error says so.
+    * ``ragbridge_scores[i][metric]`` — every cell as a `Score` (a `RagbridgeMetric`'s full
+      Score with its claims and usage; RAGAS's values as ``provider="ragas"`` Scores; a skip
+      with its reason).
+    * ``to_pandas(failures=True)`` adds a ``<metric>:failure`` column after each metric column;
+      ``to_evaluation()`` is the ragbridge `Evaluation` (`scores_from_ragas`).
+    """
+
+    failures: list[dict[str, Failure]] = dataclasses.field(default_factory=list)
+    ragbridge_scores: list[dict[str, Score]] = dataclasses.field(default_factory=list)
+
+    def to_pandas(
+        self, batch_size: int | None = None, batched: bool = False, *, failures: bool = False
+    ) -> Any:
+        frame = super().to_pandas(batch_size=batch_size, batched=batched)
+        if not failures:
+            return frame
+        for metric in (list(self.scores[0]) if self.scores else [])[::-1]:
+            cells = [
+                f"{f.kind.value}: {f.message}" if (f := row.get(metric)) is not None else None
+                for row in self.failures
+            ]
+            frame.insert(list(frame.columns).index(metric) + 1, f"{metric}:failure", cells)
+        return frame
+
+    def to_evaluation(
+        self, *, ids: Sequence[str] | None = None, samples: Sequence[Sample] | None = None
+    ) -> Evaluation:
+        """The ragbridge `Evaluation` of this run (ids as in `scores_from_ragas`)."""
+        return scores_from_ragas(self, ids=ids, samples=samples)
+
+
+_LOGGED_KINDS = {
+    "RagasOutputParserException": FailureKind.PARSE_ERROR,
+    "TimeoutError": FailureKind.TIMEOUT,
+}
+
+
+def _cell(
+    value: Any,
+    metric: str,
+    run: UUID | None,
+    job: int,
+    recorder: _Recorder,
+    jobs: Mapping[int, tuple[str, str]],
+) -> Score:
+    """One cell of RAGAS's result as a `Score`, with the cause of a NaN when one was seen."""
+    kept = recorder.scores.get(run) if run is not None else None
+    if kept is not None:
+        return kept  # a RagbridgeMetric's own Score: value, failure or skip
+    number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if (number and not math.isnan(float(value))) or isinstance(value, bool):
+        return score_from_ragas(value, metric=metric)  # a value, or out of [0, 1]
+    error = recorder.errors.get(run) if run is not None else None
+    if error is not None:
+        assert run is not None
+        failure = failure_from_ragas(error, metric=metric, inner=recorder.inner_errors(run))
+    elif job in jobs:
+        name, message = jobs[job]
+        failure = Failure(
+            kind=_LOGGED_KINDS.get(name, FailureKind.JUDGE_ERROR),
+            message=f"RAGAS {metric} raised {name}: {message}" if message else name,
+        )
+    elif number:
+        failure = Failure(
+            kind=FailureKind.INVALID_OUTPUT,
+            message=f"RAGAS returned NaN for {metric} without raising an error (it does so "
+            "when, e.g., no statements were extracted from the response)",
+        )
+    else:
+        return score_from_ragas(value, metric=metric)
+    return Score(failure=failure, provider="ragas")
+
+
+def _result(
+    result: EvaluationResult,
+    metrics: Sequence[Any] | None,
+    recorder: _Recorder,
+    jobs: Mapping[int, tuple[str, str]],
+) -> RagasResult:
+    keys = list(result.scores[0]) if result.scores else []
+    chains = [m.name for m in metrics] if metrics and len(metrics) == len(keys) else keys
+    runs = recorder.cells()
+    cells = [
+        {
+            key: _cell(
+                values[key], key, runs.get((row, chain)), row * len(keys) + j, recorder, jobs
+            )
+            for j, (key, chain) in enumerate(zip(keys, chains, strict=True))
+        }
+        for row, values in enumerate(result.scores)
+    ]
+    typed = RagasResult.__new__(RagasResult)
+    typed.__dict__.update(result.__dict__)  # RAGAS's result as it is: no re-parse of traces
+    typed.ragbridge_scores = cells
+    typed.failures = [
+        {k: s.failure for k, s in row.items() if s.failure is not None} for row in cells
+    ]
+    return typed
+
+
+@contextmanager
+def _watching(kwargs: dict[str, Any]) -> Iterator[tuple[_Recorder, _JobLog]]:
+    if kwargs.get("return_executor"):
+        raise ValueError(
+            "return_executor=True hands the jobs to you, so no result is built; call "
+            "ragas.evaluate for that"
+        )
+    recorder, jobs = _Recorder(), _JobLog()
+    callbacks = kwargs.get("callbacks")
+    if isinstance(callbacks, BaseCallbackManager):
+        callbacks = callbacks.copy()
+        callbacks.add_handler(recorder, inherit=True)
+    else:
+        callbacks = [*(callbacks or []), recorder]
+    kwargs["callbacks"] = callbacks
+    logger = logging.getLogger("ragas.executor")
+    logger.addFilter(jobs)
+    try:
+        yield recorder, jobs
+    finally:
+        logger.removeFilter(jobs)
+
+
+def _check_names(metrics: Sequence[Any] | None) -> None:
+    names = [getattr(m, "name", None) for m in metrics or []]
+    twice = sorted({n for n in names if n is not None and names.count(n) > 1})
+    if twice:
+        raise ValueError(
+            f"metric name(s) {twice} given twice: RAGAS keys results by name, so one column "
+            "would silently hold the other's scores; rename one (metric.name = '...')"
+        )
+
+
+def evaluate(dataset: Any, metrics: Sequence[Any] | None = None, **kwargs: Any) -> RagasResult:
+    """``ragas.evaluate`` with the same arguments, returning its result with the typed failures
+    next to it (`RagasResult`): ``result.failures[row][metric]`` says why a cell is NaN.
+
+    Swap ``from ragas import evaluate`` for ``from ragbridge.adapters.ragas import evaluate``;
+    everything else (``llm=``, ``embeddings=``, ``run_config=``, ``callbacks=``, ...) is RAGAS's.
+    Refuses two metrics of one name, which RAGAS would let overwrite each other's column.
+    """
+    _check_names(metrics)
+    with _watching(kwargs) as (recorder, jobs):
+        result = ragas.evaluate(dataset, metrics=metrics, **kwargs)
+    assert isinstance(result, EvaluationResult)
+    return _result(result, metrics, recorder, jobs.jobs)
+
+
+async def aevaluate(
+    dataset: Any, metrics: Sequence[Any] | None = None, **kwargs: Any
+) -> RagasResult:
+    """``ragas.aevaluate`` with the typed failures next to its result (see `evaluate`)."""
+    _check_names(metrics)
+    with _watching(kwargs) as (recorder, jobs):
+        result = await ragas.aevaluate(dataset, metrics=metrics, **kwargs)
+    assert isinstance(result, EvaluationResult)
+    return _result(result, metrics, recorder, jobs.jobs)

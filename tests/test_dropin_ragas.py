@@ -1,6 +1,6 @@
 """Drop-in for RAGAS users (issue 16): ragbridge's measures inside ``ragas.evaluate`` through
-RAGAS's own metric protocol, and RAGAS's getting-started evaluation
-(examples/ragas_getting_started.py) run offline.
+RAGAS's own metric protocol, RAGAS's result with typed failures next to it, and RAGAS's
+getting-started evaluation (examples/ragas_getting_started.py) run offline.
 
 Every judge is scripted (`ragbridge.core.testing`, or the example's word-overlap judge) and
 every framework object is real RAGAS 0.4 / LangChain.
@@ -23,10 +23,11 @@ import pytest
 
 ragas = pytest.importorskip("ragas")
 
+from langchain_core.callbacks import BaseCallbackHandler  # noqa: E402
 from langchain_core.language_models.chat_models import BaseChatModel  # noqa: E402
 from langchain_core.messages import AIMessage, BaseMessage  # noqa: E402
 from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
-from ragas.dataset_schema import SingleTurnSample  # noqa: E402
+from ragas.dataset_schema import EvaluationResult, SingleTurnSample  # noqa: E402
 from ragas.metrics.base import (  # noqa: E402
     MetricWithEmbeddings,
     MetricWithLLM,
@@ -37,11 +38,15 @@ from ragas.run_config import RunConfig  # noqa: E402
 from ragbridge.adapters.ragas import (  # noqa: E402
     RagasEmbedder,
     RagasJudge,
+    RagasResult,
     RagbridgeMetric,
     RagbridgeScoreError,
+    aevaluate,
+    evaluate,
     judge_from_ragas,
     ragbridge_metric,
     ragbridge_metrics,
+    scores_from_ragas,
     to_ragas_dataset,
 )
 from ragbridge.core import evaluate as ragbridge_evaluate  # noqa: E402
@@ -193,7 +198,7 @@ def test_the_llm_and_embeddings_given_to_ragas_evaluate_are_the_judge_and_embedd
     counting = CountingJudge()
     llm = RagasJudge(_overlap_judge())
     metrics = [RagbridgeMetric(name) for name in MEASURES]
-    result = ragas.evaluate(
+    result = evaluate(
         to_ragas_dataset(SAMPLES),
         metrics=metrics,
         llm=llm,
@@ -209,13 +214,14 @@ def test_the_llm_and_embeddings_given_to_ragas_evaluate_are_the_judge_and_embedd
     assert llm.engine.stats.calls > 0  # our metrics called through RAGAS's llm (its engine)
     assert all(m.llm is None for m in metrics)  # RAGAS resets what it filled in
     # The next run's llm is used, not the last one's.
-    ragas.evaluate(
+    again = evaluate(
         to_ragas_dataset(SAMPLES[:1]),
         metrics=[metrics[0]],
         llm=RagasJudge(counting),
         show_progress=False,
     )
     assert counting.calls > 0
+    assert again.ragbridge_scores[0]["faithfulness"].judge_model == "counting-judge"
 
 
 class ChatModel(BaseChatModel):
@@ -243,15 +249,18 @@ def test_a_langchain_model_as_ragas_llm_judges_our_metric(wrap: bool) -> None:
 
     model = ChatModel()
     llm = LangchainLLMWrapper(model) if wrap else model  # as RAGAS's guide writes it
-    result = ragas.evaluate(
+    result = evaluate(
         to_ragas_dataset(SAMPLES[:1]),
         metrics=[RagbridgeMetric("faithfulness")],
         llm=llm,
         show_progress=False,
     )
+    score = result.ragbridge_scores[0]["faithfulness"]
     assert model.calls == 2  # answer.analyze, faithfulness.verify
+    assert score.judge_model == "scripted-chat"
+    assert (score.usage.prompt_tokens, score.usage.completion_tokens) == (22, 14)
     expected = _ragbridge_values(SAMPLES[:1], ("faithfulness",), judge=CountingJudge())
-    assert result.scores[0]["faithfulness"] == expected[("rhine", "faithfulness")]
+    assert score.value == expected[("rhine", "faithfulness")]
 
 
 def test_judge_from_ragas_unwraps_our_own_wrappers_and_refuses_strangers() -> None:
@@ -266,7 +275,7 @@ def test_judge_from_ragas_unwraps_our_own_wrappers_and_refuses_strangers() -> No
 
 def test_a_judge_given_to_the_metric_wins_over_ragas_llm() -> None:
     mine, theirs = CountingJudge(model="mine"), CountingJudge(model="theirs")
-    ragas.evaluate(
+    result = evaluate(
         to_ragas_dataset(SAMPLES[:1]),
         metrics=[RagbridgeMetric("faithfulness", llm=mine)],  # RAGAS's spelling of judge=
         llm=RagasJudge(theirs),
@@ -274,6 +283,7 @@ def test_a_judge_given_to_the_metric_wins_over_ragas_llm() -> None:
     )
     assert mine.calls == 2
     assert theirs.calls == 0
+    assert result.ragbridge_scores[0]["faithfulness"].judge_model == "mine"
 
 
 def test_the_judge_is_given_once() -> None:
@@ -292,7 +302,7 @@ def test_ragas_llm_spelling_goes_with_settings_and_the_cache(tmp_path: Path) -> 
     for _ in range(2):
         model = ChatModel()
         metric = RagbridgeMetric("faithfulness", settings=settings, llm=model)
-        result = ragas.evaluate(dataset, metrics=[metric], show_progress=False)
+        result = evaluate(dataset, metrics=[metric], show_progress=False)
         values.append((model.calls, result.scores))
     assert values[0][0] == 2 * len(SAMPLES)
     assert values[1][0] == 0  # every reply from the cache file
@@ -325,7 +335,7 @@ def test_metrics_made_together_share_each_rows_claims() -> None:
             metrics = ragbridge_metrics(*names, judge=judge, embedder=HashEmbedder())
         else:
             metrics = [RagbridgeMetric(n, judge=judge, embedder=HashEmbedder()) for n in names]
-        result = ragas.evaluate(to_ragas_dataset(SAMPLES), metrics=metrics, show_progress=False)
+        result = evaluate(to_ragas_dataset(SAMPLES), metrics=metrics, show_progress=False)
         runs[together] = (judge.by_task["answer.analyze"], result.scores)
     assert runs[True][0] == len(SAMPLES)  # one answer.analyze per row, whoever asks
     assert runs[False][0] == 3 * len(SAMPLES)
@@ -361,6 +371,185 @@ def test_single_turn_ascore_works_outside_evaluate() -> None:
     metric = RagbridgeMetric("exact_match")
     row = SingleTurnSample(user_input="q", response="Paris", reference="Paris")
     assert asyncio.run(metric.single_turn_ascore(row)) == 1.0
+
+
+# --------------------------------------------------------------------------- RAGAS's result
+
+
+def _faithfulness() -> Any:
+    from ragas.metrics import Faithfulness
+
+    return Faithfulness()
+
+
+def test_an_unparseable_reply_carries_ragas_logged_cause_into_the_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    judge = RagasJudge(ScriptedJudge({"*": "Sure! Here are the statements you asked for."}))
+    dataset = to_ragas_dataset(SAMPLES[:2])
+    with caplog.at_level(logging.ERROR, logger="ragas.executor"):
+        result = evaluate(dataset, metrics=[_faithfulness()], llm=judge, show_progress=False)
+    # RAGAS's own result, unchanged: NaN in scores and in the table, its executor's log line.
+    assert isinstance(result, EvaluationResult)
+    assert isinstance(result, RagasResult)
+    assert all(math.isnan(row["faithfulness"]) for row in result.scores)
+    assert "Exception raised in Job[0]: RagasOutputParserException" in caplog.text
+    # ...and next to it, why.
+    failure = result.failures[1]["faithfulness"]
+    assert failure.kind is FailureKind.PARSE_ERROR
+    assert failure.message.startswith(
+        "RAGAS faithfulness raised RagasOutputParserException: The output parser failed to "
+        "parse the output including retries."
+    )
+    assert "(in RAGAS prompt 'statement_generator_prompt')" in failure.message
+    assert "caused by OutputParserException: Invalid json output: Sure! Here are" in (
+        failure.message
+    )
+    table = result.to_pandas(failures=True)
+    assert list(table.columns[-2:]) == ["faithfulness", "faithfulness:failure"]
+    assert table["faithfulness:failure"][0].startswith("parse_error: RAGAS faithfulness raised")
+    assert "faithfulness:failure" not in result.to_pandas().columns
+    # The ragbridge Evaluation of the same result carries the cause, with no other step.
+    score = result.to_evaluation(samples=SAMPLES[:2]).get("atacama", "faithfulness")
+    assert score is not None
+    assert score.failure == failure
+    assert scores_from_ragas(result).get("0", "faithfulness").failure == failure  # type: ignore[union-attr]
+    # A plain ragas.evaluate result can only say that RAGAS returned NaN.
+    plain = ragas.evaluate(dataset, metrics=[_faithfulness()], llm=judge, show_progress=False)
+    generic = scores_from_ragas(plain).get("0", "faithfulness")
+    assert generic is not None
+    assert generic.failure is not None
+    assert "RagasOutputParserException" not in generic.failure.message
+
+
+def test_a_ragas_timeout_is_a_timeout_failure() -> None:
+    slow = RagasJudge(CountingJudge(delay=1.0))
+    result = evaluate(
+        to_ragas_dataset(SAMPLES[:1]),
+        metrics=[_faithfulness()],
+        llm=slow,
+        run_config=RunConfig(timeout=0.05),  # type: ignore[arg-type]
+        show_progress=False,
+    )
+    failure = result.failures[0]["faithfulness"]
+    assert failure.kind is FailureKind.TIMEOUT
+    assert failure.message == (
+        "RAGAS faithfulness raised TimeoutError: no result within RunConfig.timeout"
+    )
+
+
+def test_a_judge_failure_inside_a_ragas_metric_keeps_its_kind() -> None:
+    judge = RagasJudge(ScriptedJudge({"*": PermanentJudgeError("401 invalid key")}), max_retries=0)
+    result = evaluate(
+        to_ragas_dataset(SAMPLES[:1]), metrics=[_faithfulness()], llm=judge, show_progress=False
+    )
+    failure = result.failures[0]["faithfulness"]
+    assert failure.kind is FailureKind.JUDGE_ERROR
+    assert "RagasJudgeError: ragbridge judge call failed (judge_error): 401 invalid key" in (
+        failure.message
+    )
+
+
+def test_a_nan_ragas_returns_without_an_error_says_so() -> None:
+    # RAGAS's faithfulness returns NaN, raising nothing, when it extracts no statement.
+    judge = RagasJudge(ScriptedJudge({"*": '{"statements": []}'}))
+    result = evaluate(
+        to_ragas_dataset(SAMPLES[:1]), metrics=[_faithfulness()], llm=judge, show_progress=False
+    )
+    failure = result.failures[0]["faithfulness"]
+    assert failure.kind is FailureKind.INVALID_OUTPUT
+    assert "without raising an error" in failure.message
+
+
+def test_ragbridge_cells_keep_their_own_score_failure_and_skip() -> None:
+    abstains = SAMPLES[0].model_copy(update={"id": "dodge", "answer": "I don't know."})
+    failing = RagbridgeMetric(
+        "answer_correctness",
+        judge=ScriptedJudge({"*": PermanentJudgeError("context length exceeded")}),
+        max_retries=0,
+    )
+    metrics = [RagbridgeMetric("faithfulness", judge=_overlap_judge()), failing]
+    result = evaluate(to_ragas_dataset([SAMPLES[0], abstains]), metrics=metrics)
+    scored = result.ragbridge_scores[0]["faithfulness"]
+    assert scored.value == 0.5
+    assert scored.details is not None  # the per-claim verdicts behind the value
+    assert result.failures[0] == {
+        "answer_correctness": result.ragbridge_scores[0]["answer_correctness"].failure
+    }
+    assert result.failures[0]["answer_correctness"].message == "context length exceeded"
+    skipped = result.ragbridge_scores[1]["faithfulness"]
+    assert skipped.status == "skipped"
+    assert "abstains" in (skipped.reason or "")
+    assert "faithfulness" not in result.failures[1]  # a skip is not a failure
+    assert math.isnan(result.scores[1]["faithfulness"])
+
+
+class _Broken(SingleTurnMetric):
+    """A RAGAS metric that fails before its chain starts: only RAGAS's executor log sees it."""
+
+    def __init__(self) -> None:
+        self.name = "broken"
+        self._required_columns = {}
+
+    def init(self, run_config: RunConfig) -> None:
+        pass
+
+    async def single_turn_ascore(self, *args: Any, **kwargs: Any) -> float:
+        raise KeyError("no column 'rubric'")
+
+    async def _single_turn_ascore(self, sample: Any, callbacks: Any) -> float:
+        raise AssertionError("not reached")
+
+
+def test_an_error_only_ragas_executor_logged_is_still_the_cause() -> None:
+    result = evaluate(
+        to_ragas_dataset(SAMPLES[:2]),
+        metrics=[RagbridgeMetric("exact_match"), _Broken()],
+        show_progress=False,
+    )
+    assert result.scores[1]["exact_match"] == 0.0
+    failure = result.failures[1]["broken"]
+    assert failure.kind is FailureKind.JUDGE_ERROR
+    assert failure.message == "RAGAS broken raised KeyError: \"no column 'rubric'\""
+
+
+def test_two_metrics_of_one_name_are_refused() -> None:
+    with pytest.raises(ValueError, match=r"\['faithfulness'\] given twice"):
+        evaluate(
+            to_ragas_dataset(SAMPLES[:1]),
+            metrics=[RagbridgeMetric("faithfulness"), _faithfulness()],
+            llm=RagasJudge(CountingJudge()),
+        )
+
+
+def test_the_users_callbacks_still_see_the_run() -> None:
+    class Names(BaseCallbackHandler):
+        def __init__(self) -> None:
+            self.names: list[str] = []
+
+        def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
+            self.names.append(serialized["name"])
+
+    seen = Names()
+    evaluate(
+        to_ragas_dataset(SAMPLES[:1]),
+        metrics=[RagbridgeMetric("exact_match")],
+        callbacks=[seen],
+        show_progress=False,
+    )
+    assert seen.names[:3] == ["ragas evaluation", "row 0", "exact_match"]
+
+
+def test_aevaluate_gives_the_same_typed_result() -> None:
+    judge = RagasJudge(ScriptedJudge({"*": "not JSON"}))
+
+    async def run() -> RagasResult:
+        return await aevaluate(
+            to_ragas_dataset(SAMPLES[:1]), metrics=[_faithfulness()], llm=judge, show_progress=False
+        )
+
+    result = asyncio.run(run())
+    assert result.failures[0]["faithfulness"].kind is FailureKind.PARSE_ERROR
 
 
 # --------------------------------------------------------------------------- the example
