@@ -1,8 +1,11 @@
 """Drop-in for LlamaIndex users (issue 16): code as LlamaIndex users write it, offline.
 
+* ``passing="llamaindex"``: LlamaIndex's all-or-nothing ``FaithfulnessEvaluator`` verdict and
+  ragbridge's graded faithfulness, with one rule-following judge LLM behind both.
 * Chat engines (``chat_mode="context"``, ``"condense_plus_context"`` on ``MockLLM``) through
   ``run_query_engine`` and live scoring.
 * One ``contexts`` shape for the LlamaIndex and LangChain captures.
+* ``llm=`` / ``embed_model=``.
 
 Real LlamaIndex objects throughout: a ``VectorStoreIndex`` over nodes embedded by a small
 word-hashing embedding (``MockEmbedding`` gives every node the same score, so ranking could
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import re
 from typing import Any
 
@@ -23,17 +27,29 @@ pytest.importorskip("llama_index.core")
 
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.embeddings import BaseEmbedding
-from llama_index.core.llms import MockLLM
+from llama_index.core.evaluation import FaithfulnessEvaluator
+from llama_index.core.llms import (
+    CompletionResponse,
+    CompletionResponseGen,
+    CustomLLM,
+    LLMMetadata,
+    MockLLM,
+)
 from llama_index.core.node_parser import SentenceSplitter
 
 from ragbridge.adapters.llamaindex import (
+    LLAMAINDEX_PASSING,
+    LlamaIndexJudge,
+    RagbridgeEvaluator,
     capture_retrievals,
+    evaluators_for,
     run_query_engine,
     score_queries,
 )
 from ragbridge.core import evaluate
+from ragbridge.core.results import FailureKind
 from ragbridge.core.sample import Sample
-from ragbridge.core.testing import ScriptedJudge
+from ragbridge.core.testing import HashEmbedder, ScriptedJudge
 
 # --------------------------------------------------------------------------- fixtures
 
@@ -78,6 +94,129 @@ def index() -> VectorStoreIndex:
         embed_model=HashEmbedding(model_name="hash-64"),
         transformations=[SentenceSplitter(chunk_size=32, chunk_overlap=0)],
     )
+
+
+# --------------------------------------------------------------------------- 2. pass semantics
+
+_BLOCK = r"<<<BEGIN {label}(?: \d+)?>>>\s*(.*?)\s*<<<END {label}(?: \d+)?>>>"
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 2}
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in re.split(r"(?<=\.)\s+", text.strip()) if s.strip()]
+
+
+def _supported(sentence: str, contexts: list[str]) -> bool:
+    return any(_words(sentence) <= _words(c) for c in contexts)
+
+
+class RuleLLM(CustomLLM):
+    """One judge behind both frameworks, following one rule: a sentence is supported when one
+    context holds all its words. It answers LlamaIndex's faithfulness prompt (YES/NO for the
+    whole response) and ragbridge's claim prompts (claims = sentences, a verdict per claim)."""
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name="rule-llm")
+
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        return CompletionResponse(text=self._reply(prompt))
+
+    def stream_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponseGen:
+        raise NotImplementedError
+
+    def _reply(self, prompt: str) -> str:
+        if "[ragbridge task: answer.analyze" in prompt:
+            answer = re.findall(_BLOCK.format(label="ANSWER"), prompt, re.S)[0]
+            claims = _sentences(answer)
+            questions = ["What is stated?", "What is true?", "What holds?"]
+            return json.dumps({"claims": claims, "questions": questions, "noncommittal": False})
+        if "[ragbridge task: faithfulness.verify" in prompt:
+            contexts = re.findall(_BLOCK.format(label="CONTEXT"), prompt, re.S)
+            claims = re.findall(_BLOCK.format(label="CLAIM"), prompt, re.S)
+            verdicts = [
+                {
+                    "reason": "rule",
+                    "verdict": "supported" if _supported(c, contexts) else "unsupported",
+                    "context": 1 if _supported(c, contexts) else None,
+                }
+                for c in claims
+            ]
+            return json.dumps({"verdicts": verdicts})
+        if "is supported by the context" in prompt:  # LlamaIndex's FaithfulnessEvaluator
+            info = prompt.rsplit("Information:", 1)[1].split("\nContext:", 1)[0]
+            context = prompt.rsplit("Context:", 1)[1].rsplit("Answer:", 1)[0]
+            contexts = [c for c in context.split("\n\n") if c.strip()]
+            ok = all(_supported(s, contexts) for s in _sentences(info))
+            return "YES" if ok else "NO"
+        raise AssertionError(f"unexpected prompt: {prompt[:200]}")
+
+
+CONTEXTS = [
+    "Paris is the capital of France. The Eiffel tower stands in Paris.",
+    "Berlin is the capital of Germany.",
+]
+# (response, supported sentences of it): all, most, half, some, none
+RESPONSES = [
+    ("Paris is the capital of France. Berlin is the capital of Germany.", 2 / 2),
+    (
+        "Paris is the capital of France. The Eiffel tower stands in Paris. "
+        "Berlin is the capital of Germany. Rome is the capital of Italy.",
+        3 / 4,
+    ),
+    ("Paris is the capital of France. Madrid is the capital of Spain.", 1 / 2),
+    ("Paris is the capital of France. Rome has the Colosseum. Madrid has the Prado.", 1 / 3),
+    ("Rome is the capital of Italy.", 0.0),
+]
+
+
+def test_passing_llamaindex_reproduces_the_all_or_nothing_verdict() -> None:
+    llm = RuleLLM()
+    theirs = FaithfulnessEvaluator(llm=llm)
+    ours = RagbridgeEvaluator("faithfulness", judge=LlamaIndexJudge(llm), passing="llamaindex")
+    default = RagbridgeEvaluator("faithfulness", judge=LlamaIndexJudge(llm))
+    hallucination = RagbridgeEvaluator(
+        "hallucination", judge=LlamaIndexJudge(llm), passing="llamaindex"
+    )
+    assert ours.threshold == LLAMAINDEX_PASSING["faithfulness"] == 1.0
+    disagreements_at_default = 0
+    for response, share in RESPONSES:
+        verdict = theirs.evaluate(query="q", response=response, contexts=CONTEXTS)
+        graded = ours.evaluate(query="q", response=response, contexts=CONTEXTS)
+        assert graded.score == pytest.approx(share)
+        assert verdict.passing is (share == 1.0)
+        assert graded.passing is verdict.passing, response
+        assert hallucination.evaluate(query="q", response=response, contexts=CONTEXTS).passing is (
+            verdict.passing
+        )
+        lenient = default.evaluate(query="q", response=response, contexts=CONTEXTS)
+        disagreements_at_default += lenient.passing is not verdict.passing
+    assert disagreements_at_default == 2  # 3/4 and 1/2 pass at 0.5, not in LlamaIndex
+
+
+def test_passing_preset_is_refused_where_it_has_no_meaning() -> None:
+    judge = ScriptedJudge({})
+    with pytest.raises(ValueError, match="no verdict for 'answer_relevance'"):
+        RagbridgeEvaluator("answer_relevance", judge=judge, passing="llamaindex")
+    with pytest.raises(ValueError, match="threshold= or passing="):
+        RagbridgeEvaluator("faithfulness", judge=judge, threshold=0.9, passing="llamaindex")
+    evs = evaluators_for(
+        ["faithfulness", "answer_relevance"],
+        judge=judge,
+        embedder=HashEmbedder(),
+        passing="llamaindex",
+    )
+    assert evs["faithfulness"].threshold == 1.0
+    assert evs["answer_relevance"].threshold == 0.5
+    with pytest.raises(ValueError, match="both set"):
+        evaluators_for(
+            ["faithfulness"], judge=judge, thresholds={"faithfulness": 0.9}, passing="llamaindex"
+        )
 
 
 # --------------------------------------------------------------------------- 3. chat engines
@@ -211,3 +350,54 @@ def test_langchain_retrievals_follow_the_capture_and_share_the_shape() -> None:
     assert [c.id for c in cap.contexts()] == ["q1", "x", "q2"]  # every call, each id once
     with pytest.warns(DeprecationWarning, match="positionally"):
         assert cap.contexts(root_run_id=roots[0]) == cap.contexts(roots[0])
+
+
+# --------------------------------------------------------------------------- 5. parameter names
+
+
+def test_llm_and_embed_model_are_judge_and_embedder() -> None:
+    judge = ScriptedJudge({"answer.analyze": ANALYZE, "faithfulness.verify": VERIFY})
+    evaluator = RagbridgeEvaluator("faithfulness", llm=judge)
+    assert evaluator.scorer.settings.judge is judge  # passed through, not inspected
+    result = evaluator.evaluate(query="q", response="Rome is the capital of Italy.",
+                                contexts=["Rome is the capital of Italy."])  # fmt: skip
+    assert result.score == 1.0
+    assert judge.calls
+    embedder = HashEmbedder()
+    offline = RagbridgeEvaluator("answer_relevance:offline", embed_model=embedder)
+    assert offline.scorer.settings.embedder is embedder
+    evs = evaluators_for(["faithfulness"], llm=judge)
+    assert evs["faithfulness"].scorer.settings.judge is judge
+    live = score_queries(["faithfulness"], llm=judge)
+    live.close()
+    assert live.scorer.settings.judge is judge
+
+
+def test_a_llamaindex_llm_is_accepted_as_llm() -> None:
+    # Settings wraps framework models (LlamaIndexJudge); MockLLM echoes its prompt, so the run
+    # ends in a parse failure of the judge's reply: a typed failure, not an AttributeError
+    evaluator = RagbridgeEvaluator("faithfulness", llm=MockLLM(), max_retries=0)
+    assert isinstance(evaluator.scorer.judge.judge, LlamaIndexJudge)
+    result = evaluator.evaluate(query="q", response="Rome is in Italy.", contexts=["Rome."])
+    score = result.ragbridge_score
+    assert score is not None
+    assert score.failure is not None
+    assert score.failure.kind == FailureKind.PARSE_ERROR
+    assert result.invalid_result is True
+    assert result.passing is None
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda **kw: RagbridgeEvaluator("faithfulness", **kw),
+        lambda **kw: evaluators_for(["faithfulness"], **kw),
+        lambda **kw: score_queries(["faithfulness"], **kw),
+    ],
+)
+def test_one_model_two_names_is_refused(build: Any) -> None:
+    judge = ScriptedJudge({})
+    with pytest.raises(ValueError, match="llm= and judge= name the same model"):
+        build(llm=judge, judge=judge)
+    with pytest.raises(ValueError, match="embed_model= and embedder= name the same model"):
+        build(embed_model=HashEmbedder(), embedder=HashEmbedder(), judge=judge)

@@ -35,6 +35,7 @@ from .capture import (  # noqa: E402
     usage_of,
 )
 from .evaluators import (  # noqa: E402
+    LLAMAINDEX_PASSING,
     LiveScoring,
     RagbridgeEvaluationResult,
     RagbridgeEvaluator,
@@ -44,6 +45,7 @@ from .evaluators import (  # noqa: E402
 
 __all__ = [
     "INSTALL_HINT",
+    "LLAMAINDEX_PASSING",
     "CapturedQuery",
     "CapturedRetrieval",
     "LiveScoring",

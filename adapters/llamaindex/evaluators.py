@@ -43,7 +43,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Literal
 
 from pydantic import ValidationError
 from typing_extensions import Unpack
@@ -84,6 +85,7 @@ except ImportError as exc:  # pragma: no cover - capture.py raises first with th
     ) from exc
 
 __all__ = [
+    "LLAMAINDEX_PASSING",
     "LiveScoring",
     "RagbridgeEvaluationResult",
     "RagbridgeEvaluator",
@@ -125,6 +127,54 @@ def _answer_of(response: Any) -> str | None:
 
 def _lower_is_better(metric: Metric) -> bool:
     return not metric.higher_is_better
+
+
+LLAMAINDEX_PASSING: Mapping[str, float] = MappingProxyType(
+    {"faithfulness": 1.0, "hallucination": 0.0}
+)
+"""Thresholds under which ragbridge's graded claim measures pass exactly when LlamaIndex's
+``FaithfulnessEvaluator`` passes (``passing="llamaindex"``).
+
+LlamaIndex asks its judge one YES/NO question about the whole response against the contexts,
+so one unsupported statement fails it. ragbridge scores the share of claims the contexts
+support; with the same verdict per claim, LlamaIndex's YES is "every claim supported":
+faithfulness == 1.0, i.e. hallucination == 0.0. Any threshold above the best partial score
+would do on one sample; 1.0 is the only one that does on every sample. Two ways the verdicts can
+still part: an answer with no claims (an abstention) is *skipped* here with its reason, while
+LlamaIndex asks its judge anyway; and contexts longer than one LLM window are judged chunk by
+chunk by LlamaIndex's refine step, so a response whose claims are supported by different
+chunks gets NO there and 1.0 here.
+"""
+
+Passing = Literal["llamaindex"]
+
+
+def _passing_threshold(name: str, passing: str) -> float:
+    if passing != "llamaindex":
+        raise ValueError(f"passing={passing!r} is not a preset; the one preset is 'llamaindex'")
+    if name not in LLAMAINDEX_PASSING:
+        known = ", ".join(LLAMAINDEX_PASSING)
+        raise ValueError(
+            f"passing='llamaindex' has no verdict for {name!r}: LlamaIndex's all-or-nothing "
+            f"verdict is reproduced for {known}; give threshold= instead"
+        )
+    return LLAMAINDEX_PASSING[name]
+
+
+def _aliases(options: SettingsOptions, llm: Any, embed_model: Any) -> SettingsOptions:
+    """``llm=``/``embed_model=`` (LlamaIndex's names) as ``judge=``/``embedder=``, passed on
+    unchanged: `Settings` wraps or refuses a framework model, once."""
+    out: SettingsOptions = {**options}
+    for alias, value, name in (("llm", llm, "judge"), ("embed_model", embed_model, "embedder")):
+        if value is None:
+            continue
+        if out.get(name) is not None:
+            raise ValueError(
+                f"{alias}= and {name}= name the same model: pass one of them "
+                f"({alias}= is LlamaIndex's name for ragbridge's {name}=)"
+            )
+        out[name] = value  # type: ignore[literal-required]
+    return out
 
 
 # --------------------------------------------------------------------------- evaluator
@@ -172,23 +222,32 @@ class RagbridgeEvaluator(BaseEvaluator):
 
     ``RagbridgeEvaluator("faithfulness", judge=judge)`` builds its own `Scorer`;
     ``RagbridgeEvaluator("hallucination", scorer=scorer)`` scores through a shared one (and its
-    per-sample memo; see `evaluators_for`). ``threshold`` decides ``passing``: a score at or
-    above it passes, or at or below it for measures where lower is better (hallucination).
+    per-sample memo; see `evaluators_for`). ``threshold`` (default 0.5) decides ``passing``: a
+    score at or above it passes, or at or below it for measures where lower is better
+    (hallucination). ``passing="llamaindex"`` instead passes exactly when LlamaIndex's own
+    evaluator would (`LLAMAINDEX_PASSING`: faithfulness 1.0, every claim supported).
     ``use_ref_doc_id`` names contexts from source nodes by document (default) or node id.
+    ``llm=`` and ``embed_model=`` are LlamaIndex's names for ``judge=`` and ``embedder=``.
     """
 
     def __init__(
         self,
         metric: Metric | str,
         *,
-        threshold: float = 0.5,
+        threshold: float | None = None,
+        passing: Passing | None = None,
         scorer: Scorer | None = None,
         use_ref_doc_id: bool = True,
         settings: Settings | None = None,
+        llm: Any = None,
+        embed_model: Any = None,
         **options: Unpack[SettingsOptions],
     ) -> None:
-        if not 0.0 <= threshold <= 1.0:
+        if threshold is not None and passing is not None:
+            raise ValueError("pass threshold= or passing=, not both")
+        if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must lie within [0, 1], got {threshold!r}")
+        options = _aliases(options, llm, embed_model)
         if scorer is None:
             scorer = Scorer([metric], settings=settings, **options)
         elif settings is not None or options:
@@ -200,7 +259,9 @@ class RagbridgeEvaluator(BaseEvaluator):
             raise ValueError(f"metric {name!r} is not one of the scorer's {scorer.names}")
         self.scorer = scorer
         self.metric = scorer.metrics[scorer.names.index(name)]
-        self.threshold = float(threshold)
+        if passing is not None:
+            threshold = _passing_threshold(name, passing)
+        self.threshold = 0.5 if threshold is None else float(threshold)
         self.use_ref_doc_id = use_ref_doc_id
 
     @property
@@ -350,21 +411,37 @@ def evaluators_for(
     *,
     threshold: float = 0.5,
     thresholds: Mapping[str, float] | None = None,
+    passing: Passing | None = None,
     use_ref_doc_id: bool = True,
     settings: Settings | None = None,
+    llm: Any = None,
+    embed_model: Any = None,
     **options: Unpack[SettingsOptions],
 ) -> dict[str, RagbridgeEvaluator]:
     """One evaluator per metric, keyed by metric name, sharing one `Scorer` and a per-sample
     memo: ready for ``BatchEvalRunner(evaluators=evaluators_for([...], judge=...))``.
 
     Shared sub-results (claims, their verification) are computed once per sample whichever
-    evaluator asks first. ``thresholds`` overrides ``threshold`` per metric name.
+    evaluator asks first. ``thresholds`` overrides ``threshold`` per metric name;
+    ``passing="llamaindex"`` sets the metrics LlamaIndex has an all-or-nothing verdict for
+    (`LLAMAINDEX_PASSING`) to that verdict's threshold. ``llm=``/``embed_model=`` are
+    LlamaIndex's names for ``judge=``/``embedder=``.
     """
-    scorer = Scorer(metrics, settings=settings, **options)
+    scorer = Scorer(metrics, settings=settings, **_aliases(options, llm, embed_model))
     chosen = dict(thresholds or {})
     unknown = sorted(set(chosen) - set(scorer.names))
     if unknown:
         raise ValueError(f"thresholds name unknown metrics {unknown}; metrics: {scorer.names}")
+    if passing is not None:
+        preset = {
+            n: _passing_threshold(n, passing) for n in scorer.names if n in LLAMAINDEX_PASSING
+        }
+        if not preset:
+            _passing_threshold(scorer.names[0], passing)  # raises, naming what it covers
+        both = sorted(set(preset) & set(chosen))
+        if both:
+            raise ValueError(f"thresholds and passing= both set {both}: pass one")
+        chosen.update(preset)
     return {
         name: RagbridgeEvaluator(
             name,
@@ -480,10 +557,12 @@ class LiveScoring(BackgroundScoring):
         max_pending: int = 1000,
         close_timeout: float | None = None,
         settings: Settings | None = None,
+        llm: Any = None,
+        embed_model: Any = None,
         **options: Unpack[SettingsOptions],
     ) -> None:
         super().__init__(
-            Scorer(metrics, settings=settings, **options),
+            Scorer(metrics, settings=settings, **_aliases(options, llm, embed_model)),
             sample_rate=sample_rate,
             seed=seed,
             max_pending=max_pending,
@@ -627,13 +706,17 @@ def score_queries(
     max_pending: int = 1000,
     close_timeout: float | None = None,
     settings: Settings | None = None,
+    llm: Any = None,
+    embed_model: Any = None,
     **options: Unpack[SettingsOptions],
 ) -> LiveScoring:
-    """Score the queries LlamaIndex query engines answer from now on, in the background.
+    """Score the queries LlamaIndex query engines and chat engines answer from now on, in the
+    background.
 
     ``with score_queries(["faithfulness"], judge=judge, sample_rate=0.1) as live:
     engine.query(...)`` → ``live.evaluation``. Returns an open `LiveScoring`; use it as a
     (sync or async) context manager, or call ``close()``. See `LiveScoring` for the counters.
+    ``llm=``/``embed_model=`` are LlamaIndex's names for ``judge=``/``embedder=``.
     """
     live = LiveScoring(
         metrics,
@@ -644,6 +727,8 @@ def score_queries(
         max_pending=max_pending,
         close_timeout=close_timeout,
         settings=settings,
+        llm=llm,
+        embed_model=embed_model,
         **options,
     )
     return live.open()
