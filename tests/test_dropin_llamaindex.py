@@ -1,5 +1,8 @@
 """Drop-in for LlamaIndex users (issue 16): code as LlamaIndex users write it, offline.
 
+* LlamaIndex's ``RetrieverEvaluator`` and ragbridge's counterpart on the same retriever and
+  node-id labels, compared metric by metric and query by query; ids that never match the
+  labels said out loud.
 * ``passing="llamaindex"``: LlamaIndex's all-or-nothing ``FaithfulnessEvaluator`` verdict and
   ragbridge's graded faithfulness, with one rule-following judge LLM behind both.
 * Chat engines (``chat_mode="context"``, ``"condense_plus_context"`` on ``MockLLM``) through
@@ -17,8 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib
 import json
 import re
+import subprocess
+import sys
+import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,7 +35,7 @@ pytest.importorskip("llama_index.core")
 
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.embeddings import BaseEmbedding
-from llama_index.core.evaluation import FaithfulnessEvaluator
+from llama_index.core.evaluation import FaithfulnessEvaluator, RetrieverEvaluator
 from llama_index.core.llms import (
     CompletionResponse,
     CompletionResponseGen,
@@ -36,20 +44,34 @@ from llama_index.core.llms import (
     MockLLM,
 )
 from llama_index.core.node_parser import SentenceSplitter
+from llama_index.core.schema import TextNode
 
 from ragbridge.adapters.llamaindex import (
+    LLAMAINDEX_METRICS,
     LLAMAINDEX_PASSING,
+    IdMismatchError,
+    IdMismatchWarning,
     LlamaIndexJudge,
     RagbridgeEvaluator,
+    RagbridgeRetrievalEvalResult,
+    RagbridgeRetrievalMetric,
+    RagbridgeRetrieverEvaluator,
     capture_retrievals,
+    evaluation_of,
     evaluators_for,
+    qa_samples,
     run_query_engine,
+    run_retriever,
     score_queries,
 )
 from ragbridge.core import evaluate
 from ragbridge.core.results import FailureKind
 from ragbridge.core.sample import Sample
 from ragbridge.core.testing import HashEmbedder, ScriptedJudge
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+LI_NAMES = ["hit_rate", "mrr", "precision", "recall", "ap", "ndcg"]
 
 # --------------------------------------------------------------------------- fixtures
 
@@ -94,6 +116,242 @@ def index() -> VectorStoreIndex:
         embed_model=HashEmbedding(model_name="hash-64"),
         transformations=[SentenceSplitter(chunk_size=32, chunk_overlap=0)],
     )
+
+
+@pytest.fixture(scope="module")
+def example() -> Any:
+    """examples/llamaindex_retriever_eval.py as a module (it imports examples/corpus.py)."""
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        return importlib.import_module("llamaindex_retriever_eval")
+    finally:
+        sys.path.remove(str(EXAMPLES))
+
+
+@pytest.fixture(scope="module")
+def notebook(example: Any) -> tuple[list[Any], Any]:
+    """The retriever notebook's nodes (``node_0``, ...) and its question/node-id dataset."""
+    nodes = example.build_nodes()
+    return nodes, example.build_dataset(nodes)
+
+
+def _li_results(retriever: Any, dataset: Any) -> dict[str, dict[str, float]]:
+    """LlamaIndex's own RetrieverEvaluator, query by query (0.14.21 dropped
+    ``aevaluate_dataset``, so loop as users now do)."""
+    own = RetrieverEvaluator.from_metric_names(LI_NAMES, retriever=retriever)
+    return {
+        qid: own.evaluate(query, dataset.relevant_docs[qid]).metric_vals_dict
+        for qid, query in dataset.queries.items()
+    }
+
+
+# --------------------------------------------------------------------------- 1. retrievers
+
+
+def _run(script: str) -> str:
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / script)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=180,
+    )
+    return done.stdout
+
+
+@pytest.mark.parametrize("top_k", [1, 2, 3, 12])
+def test_retriever_evaluator_equals_llamaindex_metric_by_metric(
+    example: Any, notebook: tuple[list[Any], Any], top_k: int
+) -> None:
+    # top_k 12 > the 9 nodes: fewer ids come back than asked for (LlamaIndex's precision
+    # divides by what came back); top_k 1 and 2 < the 3 nodes some questions label (its NDCG's
+    # ideal counts them all). Both conventions are the ones matched.
+    nodes, dataset = notebook
+    retriever = VectorStoreIndex(nodes, embed_model=HashEmbedding()).as_retriever(
+        similarity_top_k=top_k
+    )
+    theirs = _li_results(retriever, dataset)
+    ours = RagbridgeRetrieverEvaluator.from_metric_names(LI_NAMES, retriever=retriever)
+    results = ours.evaluate_dataset(dataset)
+    assert [r.query_id for r in results] == list(dataset.queries)
+    for result in results:
+        assert isinstance(result, RagbridgeRetrievalEvalResult)
+        expected = theirs[str(result.query_id)]
+        assert set(result.metric_vals_dict) == set(LI_NAMES)
+        for name in LI_NAMES:
+            assert result.metric_vals_dict[name] == pytest.approx(expected[name], abs=1e-12), (
+                result.query_id,
+                name,
+            )
+    # the dataset is not trivial: misses, rank-2 hits and several labels all occur
+    values = [r.metric_vals_dict for r in results]
+    if top_k == 2:
+        assert {v["mrr"] for v in values} == {0.0, 0.5, 1.0}
+        assert any(0 < v["recall"] < 1 for v in values)
+
+
+def test_where_trec_conventions_differ_and_which_number_matches(
+    notebook: tuple[list[Any], Any],
+) -> None:
+    nodes, dataset = notebook
+    retriever = VectorStoreIndex(nodes, embed_model=HashEmbedding()).as_retriever(
+        similarity_top_k=2
+    )
+    names = ["ndcg", "ndcg@2", "precision", "precision@4"]
+    ours = RagbridgeRetrieverEvaluator.from_metric_names(names, retriever=retriever)
+    theirs = _li_results(retriever, dataset)
+    # "What happens to leave in March?" labels three nodes and retrieves two of them at most
+    many = next(q for q, ids in dataset.relevant_docs.items() if len(ids) == 3)
+    result = ours.evaluate(dataset.queries[many], dataset.relevant_docs[many])
+    vals = result.metric_vals_dict
+    assert vals["ndcg"] == pytest.approx(theirs[many]["ndcg"])  # trec_eval's uncut ndcg
+    assert vals["ndcg@2"] > vals["ndcg"]  # ndcg_cut_2: the ideal keeps only 2 of the 3
+    assert vals["precision"] == pytest.approx(theirs[many]["precision"])
+    assert vals["precision@4"] == pytest.approx(vals["precision"] / 2)  # P_4 divides by 4
+    assert result.metric_dict["ndcg"].metadata["measure"] == "ndcg"
+    assert result.metric_dict["precision"].metadata["measure"] == "precision@2"
+    assert LLAMAINDEX_METRICS["ndcg"] == "ndcg"
+
+
+def test_ragbridge_metrics_run_inside_llamaindex_own_evaluator(
+    notebook: tuple[list[Any], Any],
+) -> None:
+    nodes, dataset = notebook
+    retriever = VectorStoreIndex(nodes, embed_model=HashEmbedding()).as_retriever(
+        similarity_top_k=2
+    )
+    theirs = _li_results(retriever, dataset)
+    hosted = RetrieverEvaluator(
+        metrics=[RagbridgeRetrievalMetric(name=n) for n in LI_NAMES], retriever=retriever
+    )
+    for qid, query in dataset.queries.items():
+        got = hosted.evaluate(query, dataset.relevant_docs[qid]).metric_vals_dict
+        assert got == pytest.approx(theirs[qid])
+
+
+def test_document_labels_against_node_ids_raise_naming_use_ref_doc_id(
+    notebook: tuple[list[Any], Any],
+) -> None:
+    nodes, dataset = notebook
+    retriever = VectorStoreIndex(nodes, embed_model=HashEmbedding()).as_retriever(
+        similarity_top_k=2
+    )
+    question = dataset.queries["q1"]  # about paid leave; its node belongs to document "leave"
+    # LlamaIndex compares node ids: labels naming the document give a plausible 0.0
+    own = RetrieverEvaluator.from_metric_names(LI_NAMES, retriever=retriever)
+    assert own.evaluate(question, ["leave"]).metric_vals_dict["hit_rate"] == 0.0
+    ours = RagbridgeRetrieverEvaluator.from_metric_names(LI_NAMES, retriever=retriever)
+    with pytest.raises(IdMismatchError) as caught:
+        ours.evaluate(question, ["leave"])
+    message = str(caught.value)
+    assert "ref_doc_id holds labelled ids" in message
+    assert "use_ref_doc_id=True" in message
+    assert "'node_0'" in message
+    assert "'leave'" in message
+    by_document = RagbridgeRetrieverEvaluator.from_metric_names(
+        LI_NAMES, retriever=retriever, use_ref_doc_id=True
+    )
+    result = by_document.evaluate(question, ["leave"])
+    assert result.metric_vals_dict["hit_rate"] == 1.0
+    assert result.retrieved_ids[0] == "leave"
+    # and the reverse: node labels while comparing documents
+    with pytest.raises(IdMismatchError, match="use_ref_doc_id=False"):
+        by_document.evaluate(question, ["node_0"])
+
+
+def test_labels_naming_nothing_warn_once_for_the_dataset(
+    notebook: tuple[list[Any], Any],
+) -> None:
+    nodes, dataset = notebook
+    retriever = VectorStoreIndex(nodes, embed_model=HashEmbedding()).as_retriever(
+        similarity_top_k=2
+    )
+    wrong = {
+        "queries": dataset.queries,
+        "relevant_docs": {q: [f"chunk-{i}"] for i, q in enumerate(dataset.queries)},
+    }
+    ours = RagbridgeRetrieverEvaluator.from_metric_names(["hit_rate"], retriever=retriever)
+    with pytest.warns(IdMismatchWarning) as caught:
+        results = ours.evaluate_dataset(wrong)
+    assert len(caught) == 1
+    line = str(caught[0].message)
+    assert line.startswith("ranking measures: 10 of 10 queries retrieved no labelled id")
+    assert "compares node ids" in line
+    assert "use_ref_doc_id=True" in line
+    assert ours.id_warnings == [line]
+    assert all(r.metric_vals_dict["hit_rate"] == 0.0 for r in results)
+    summary = evaluation_of(results)
+    assert summary.metadata["warnings"]
+    # a dataset whose labels match raises no warning and clears the last one
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdMismatchWarning)
+        ours.evaluate_dataset(dataset)
+    assert ours.id_warnings == []
+
+
+def test_dataset_shapes_and_the_native_path_agree(
+    notebook: tuple[list[Any], Any], tmp_path: Path
+) -> None:
+    nodes, dataset = notebook
+    retriever = VectorStoreIndex(nodes, embed_model=HashEmbedding()).as_retriever(
+        similarity_top_k=2
+    )
+    ours = RagbridgeRetrieverEvaluator.from_metric_names(["mrr", "recall"], retriever=retriever)
+    as_dict = {"queries": dataset.queries, "corpus": dataset.corpus,
+               "relevant_docs": dataset.relevant_docs}  # fmt: skip
+    path = tmp_path / "pg_eval_dataset.json"
+    path.write_text(json.dumps(as_dict))
+    samples = qa_samples(str(path))
+    assert [s.id for s in samples] == list(dataset.queries)
+    shapes = [dataset, as_dict, path, str(path), samples]
+    runs = [[r.metric_vals_dict for r in ours.evaluate_dataset(shape)] for shape in shapes]
+    assert all(run == runs[0] for run in runs)
+    # ragbridge's own path: retrieve, then the core's measures (top 2 came back each time)
+    filled = run_retriever(retriever, samples, use_ref_doc_id=False)
+    native = evaluate(filled, ["mrr", "recall@2"])
+    for sample, row in zip(samples, runs[0], strict=True):
+        assert native.get(sample.id, "mrr").value == pytest.approx(row["mrr"])
+        assert native.get(sample.id, "recall@2").value == pytest.approx(row["recall"])
+    with pytest.raises(TypeError, match="queries"):
+        ours.evaluate_dataset({"queries": dataset.queries})
+
+
+def test_unlabelled_query_is_skipped_and_unknown_names_are_refused(
+    notebook: tuple[list[Any], Any],
+) -> None:
+    nodes, _ = notebook
+    retriever = VectorStoreIndex(nodes, embed_model=HashEmbedding()).as_retriever(
+        similarity_top_k=2
+    )
+    ours = RagbridgeRetrieverEvaluator.from_metric_names(["mrr", "ndcg@2"], retriever=retriever)
+    result = ours.evaluate("Is parking free?", [])
+    assert result.metric_dict == {}
+    assert result.scores["mrr"].value is None
+    assert "no relevant document exists" in (result.scores["mrr"].reason or "")
+    with pytest.raises(ValueError, match="LlamaIndex's names: hit_rate, mrr"):
+        RagbridgeRetrieverEvaluator.from_metric_names(["hitrate"], retriever=retriever)
+
+
+def test_retriever_eval_example_prints_llamaindex_own_numbers(
+    example: Any, notebook: tuple[list[Any], Any]
+) -> None:
+    out = _run("llamaindex_retriever_eval.py")
+    header, row = out.strip().splitlines()[-2:]
+    assert header.split() == ["retrievers", *LI_NAMES]
+    printed = dict(zip(LI_NAMES, map(float, row.split()[2:]), strict=True))
+    nodes, dataset = notebook
+    theirs = _li_results(example.build_retriever(nodes), dataset)
+    for name in LI_NAMES:
+        mean = sum(v[name] for v in theirs.values()) / len(theirs)
+        assert printed[name] == pytest.approx(mean, abs=5e-5), name
+    assert printed["hit_rate"] == 0.8  # two of ten questions are worded to be missed
+
+
+def test_node_ids_survive_as_in_the_notebook(example: Any) -> None:
+    nodes = example.build_nodes()
+    assert [n.node_id for n in nodes][:3] == ["node_0", "node_1", "node_2"]
+    assert {n.ref_doc_id for n in nodes} >= {"leave", "carry"}
+    assert isinstance(nodes[0], TextNode)
 
 
 # --------------------------------------------------------------------------- 2. pass semantics

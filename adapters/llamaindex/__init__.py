@@ -5,6 +5,8 @@
   embedding models as ragbridge's `Judge` and `Embedder`.
 * **Sink side** (`ragbridge.adapters.llamaindex.evaluators`): ragbridge metrics as LlamaIndex
   ``BaseEvaluator``s, and scoring of every query an engine answers as it happens.
+* **Retrieval** (`ragbridge.adapters.llamaindex.retrieval`): LlamaIndex's ``RetrieverEvaluator``
+  with its numbers computed by ragbridge's trec_eval-exact ranking measures.
 
 Importing it without llama-index-core raises ImportError naming the extra:
 ``pip install "ragbridge[llamaindex]"``.
@@ -42,26 +44,44 @@ from .evaluators import (  # noqa: E402
     evaluators_for,
     score_queries,
 )
+from .retrieval import (  # noqa: E402
+    LLAMAINDEX_METRICS,
+    IdMismatchError,
+    IdMismatchWarning,
+    RagbridgeRetrievalEvalResult,
+    RagbridgeRetrievalMetric,
+    RagbridgeRetrieverEvaluator,
+    evaluation_of,
+    qa_samples,
+)
 
 __all__ = [
     "INSTALL_HINT",
+    "LLAMAINDEX_METRICS",
     "LLAMAINDEX_PASSING",
     "CapturedQuery",
     "CapturedRetrieval",
+    "IdMismatchError",
+    "IdMismatchWarning",
     "LiveScoring",
     "LlamaIndexEmbedder",
     "LlamaIndexJudge",
     "RagbridgeEvaluationResult",
     "RagbridgeEvaluator",
+    "RagbridgeRetrievalEvalResult",
+    "RagbridgeRetrievalMetric",
+    "RagbridgeRetrieverEvaluator",
     "RetrievalCapture",
     "arun_query_engine",
     "arun_retriever",
     "capture_retrievals",
     "engine_kind",
+    "evaluation_of",
     "evaluators_for",
     "map_error",
     "node_to_context",
     "nodes_to_contexts",
+    "qa_samples",
     "run_query_engine",
     "run_retriever",
     "score_queries",
