@@ -9,6 +9,7 @@
   ``run_query_engine`` and live scoring.
 * One ``contexts`` shape for the LlamaIndex and LangChain captures.
 * ``llm=`` / ``embed_model=``.
+* The two notebook-shaped examples, run end to end.
 
 Real LlamaIndex objects throughout: a ``VectorStoreIndex`` over nodes embedded by a small
 word-hashing embedding (``MockEmbedding`` gives every node the same score, so ranking could
@@ -659,3 +660,32 @@ def test_one_model_two_names_is_refused(build: Any) -> None:
         build(llm=judge, judge=judge)
     with pytest.raises(ValueError, match="embed_model= and embedder= name the same model"):
         build(embed_model=HashEmbedder(), embedder=HashEmbedder(), judge=judge)
+
+
+# --------------------------------------------------------------------------- 6. the examples
+
+
+def test_batch_eval_example_fails_the_invented_claim() -> None:
+    out = _run("llamaindex_batch_eval.py")
+    assert "['faithfulness', 'relevancy']" in out
+    assert "not faithful: Parking at the head office is free for all staff. A parking permit" in out
+    assert "✗ [unsupported] A parking permit costs 10 euros a month." in out
+    # 4 of 5 pass: the parking answer is half supported, which the default 0.5 would pass
+    assert "faithfulness Score: 0.8" in out
+    assert "relevancy Score: 0.8" in out
+
+
+@pytest.mark.parametrize(
+    ("script", "changed"), [("llamaindex_batch_eval.py", 3), ("llamaindex_retriever_eval.py", 1)]
+)
+def test_examples_change_only_the_evaluator_lines(script: str, changed: int) -> None:
+    text = (EXAMPLES / script).read_text()
+    assert "run-llama/llama_index" in text  # the source is credited
+    lines = [line.strip() for line in text.splitlines()]
+    marks = [i for i, line in enumerate(lines) if line.startswith("# ragbridge, in place of:")]
+    assert len(marks) == changed
+    for i in marks:
+        original, replacement = lines[i].split(":", 1)[1].strip(), lines[i + 1]
+        assert "llama_index" in original or "Evaluator(llm=gpt4)" in original
+        assert "ragbridge" in replacement or "RagbridgeEvaluator(" in replacement
+        assert not replacement.startswith("#")
