@@ -702,10 +702,12 @@ def test_uuid_document_ids_are_said_in_comments_and_summary() -> None:
     again = suite.result("recall@2", suite.outcome(rows[0]["run"], rows[0]["example"]))
     (warning,) = suite.scorer.warnings
     assert warning.startswith("ranking measures: 3 of 3 labelled samples retrieved no labelled")
+    hint = "hint: with these evaluators, pass id_key='source' to evaluators(...)"
     assert again.comment is not None
-    assert again.comment.endswith(f"\nwarning: {warning}")
+    assert again.comment.endswith(f"\nwarning: {warning}\n{hint}")
     assert again.evaluator_info["warnings"] == [warning]
+    assert again.evaluator_info["hint"] == hint
     summary = {r.key: r for r in results._summary_results["results"]}
     assert summary["recall@2_mean"].comment is not None
-    assert f"warning: {warning}" in summary["recall@2_mean"].comment
+    assert f"warning: {warning}\n{hint}" in summary["recall@2_mean"].comment
     assert summary["recall@2_mean"].evaluator_info["warnings"] == [warning]

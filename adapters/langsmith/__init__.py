@@ -17,6 +17,7 @@ quiet_frameworks()  # before the modules below import langsmith
 
 from .evaluators import (  # noqa: E402
     FieldSpec,
+    IdKey,
     RagbridgeEvaluators,
     RagbridgeRunEvaluator,
     RagbridgeSummaryEvaluator,
@@ -38,6 +39,7 @@ from .runs import (  # noqa: E402
 __all__ = [
     "INSTALL_HINT",
     "FieldSpec",
+    "IdKey",
     "OfflineClient",
     "RagbridgeEvaluators",
     "RagbridgeRunEvaluator",

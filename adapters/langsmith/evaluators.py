@@ -19,6 +19,13 @@ names tried in order, or a callable ``(run, example) -> value``):
 * reference: the example's outputs ``reference`` / ``ground_truth`` / ``expected_output`` /
   ``answer`` / ``output``; relevance labels (for ``recall@5``, ``ndcg@10``, ...): the example's
   outputs ``relevance`` (id → grade) or ``relevant_ids`` (grade 1).
+* context ids (what ranking measures match against the labels): ``Document.id``, else
+  ``metadata["id"]`` / ``["doc_id"]`` / ``["document_id"]``. A LangChain vector store gives every
+  chunk a fresh UUID as ``Document.id`` while labels name source documents, so ``id_key``
+  re-reads the id: ``id_key="source"`` takes ``metadata["source"]``, a list of keys takes the
+  first present, a callable ``(Context) -> id | None`` decides itself. A context without it
+  keeps its own id; when ids still never match the labels, the run-level warning and the
+  per-run ``invalid_input`` failure of `ragbridge.core.id_check` say so, as without ``id_key``.
 
 Design decisions:
 
@@ -56,6 +63,8 @@ Importing this module without langsmith raises ImportError naming the extra:
 
 from __future__ import annotations
 
+import re
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,6 +105,7 @@ except ImportError as exc:  # the fence: name the extra, not just the missing mo
 
 __all__ = [
     "FieldSpec",
+    "IdKey",
     "RagbridgeEvaluators",
     "RagbridgeRunEvaluator",
     "RagbridgeSummaryEvaluator",
@@ -107,6 +117,10 @@ FieldSpec = str | Sequence[str] | Callable[[Any, Any], Any] | None
 """How to find a field: None for the defaults, a key name, key names tried in order, or a
 callable ``(run, example) -> value`` for full control."""
 
+IdKey = str | Sequence[str] | Callable[[Context], Any] | None
+"""Where a context's id comes from: None for its own, a metadata key, metadata keys tried in
+order, or a callable ``(Context) -> id | None`` (None keeps the context's own id)."""
+
 QUESTION_KEYS = ("question", "input", "query")
 ANSWER_KEYS = ("answer", "output")
 CONTEXT_KEYS = ("contexts", "documents", "context")
@@ -114,6 +128,7 @@ REFERENCE_KEYS = ("reference", "ground_truth", "expected_output", "answer", "out
 RELEVANCE_KEYS = ("relevance", "qrels", "relevant_ids")
 
 _FEEDBACK_CONFIG = {"type": "continuous", "min": 0, "max": 1}
+_ID_KEY_IN_TEXT = re.compile(r"id_key=('[^']*')")
 
 
 # --------------------------------------------------------------------------- field extraction
@@ -145,6 +160,22 @@ def _spec(
         return tuple(spec)
     raise TypeError(
         f"{name} must be a key name, a list of key names or a callable (run, example), got {spec!r}"
+    )
+
+
+def _id_spec(id_key: IdKey) -> tuple[str, ...] | Callable[..., Any] | None:
+    """Validate ``id_key`` at construction time (see `IdKey`)."""
+    if id_key is None:
+        return None
+    if isinstance(id_key, str):
+        return (id_key,)
+    if callable(id_key):
+        return id_key
+    if isinstance(id_key, Sequence) and id_key and all(isinstance(k, str) for k in id_key):
+        return tuple(id_key)
+    raise TypeError(
+        "id_key must be a metadata key, a list of metadata keys or a callable (context) -> id, "
+        f"got {id_key!r}"
     )
 
 
@@ -183,6 +214,7 @@ class _Fields:
     retriever: RetrieverSelector
     reference: tuple[str, ...] | Callable[..., Any]
     relevance: tuple[str, ...] | Callable[..., Any]
+    id_key: tuple[str, ...] | Callable[..., Any] | None = None
 
     def question_of(self, run: Any, example: Any) -> str:
         inputs = _get(run, "inputs") or {}
@@ -263,6 +295,33 @@ class _Fields:
                 "name> or a callable (run, example), e.g. lambda run, example: [] for a "
                 "pipeline without retrieval"
             ) from None
+
+    def with_ids(self, run: Any, contexts: list[Context]) -> tuple[list[Context], int]:
+        """``contexts`` with their ids read through ``id_key``, and how many had none there
+        (those keep their own id, as `ragbridge.adapters.langchain.document_to_context` does)."""
+        if self.id_key is None:
+            return contexts, 0
+        out: list[Context] = []
+        missed = 0
+        for i, context in enumerate(contexts):
+            if callable(self.id_key):
+                try:
+                    value = self.id_key(context)
+                except Exception as exc:
+                    raise _Missing(
+                        f"{_label(run)}: the id_key callable raised {type(exc).__name__} on "
+                        f"context {i}: {exc}",
+                        FailureKind.INVALID_INPUT,
+                    ) from exc
+            else:
+                meta = context.metadata
+                value = next((meta[k] for k in self.id_key if meta.get(k) is not None), None)
+            if value is None:
+                missed += 1
+                out.append(context)
+            else:
+                out.append(context.model_copy(update={"id": str(value)}))
+        return out, missed
 
     def reference_of(self, run: Any, example: Any) -> str:
         if callable(self.reference):
@@ -385,6 +444,7 @@ class RagbridgeEvaluators:
         reference_key: FieldSpec = None,
         relevance_key: FieldSpec = None,
         sample_from: Callable[[Any, Any], Sample] | None = None,
+        id_key: IdKey = None,
         keys: Mapping[str, str] | None = None,
         settings: Settings | None = None,
         **options: Unpack[SettingsOptions],
@@ -401,6 +461,9 @@ class RagbridgeEvaluators:
         self.keys: dict[str, str] = {m: (keys or {}).get(m, m) for m in self.metrics}
         if len(set(self.keys.values())) != len(self.keys):
             raise ValueError(f"feedback keys must be unique, got {list(self.keys.values())}")
+        self.id_key = id_key
+        self._lock = threading.Lock()
+        self._id_misses: dict[str, tuple[int, int]] = {}  # run id -> (without id_key, contexts)
         if retriever is not None and not (isinstance(retriever, str) or callable(retriever)):
             raise TypeError(f"retriever must be a run name, a callable or None, got {retriever!r}")
         if sample_from is not None and not callable(sample_from):
@@ -413,6 +476,7 @@ class RagbridgeEvaluators:
             retriever=retriever,
             reference=_spec("reference_key", reference_key, REFERENCE_KEYS),
             relevance=_spec("relevance_key", relevance_key, RELEVANCE_KEYS),
+            id_key=_id_spec(id_key),
         )
         self.sample_from = sample_from
 
@@ -448,7 +512,10 @@ class RagbridgeEvaluators:
         f = self.fields
         notes: dict[str, str] = {}
         question = f.question_of(run, example)
-        contexts = f.contexts_of(run, example)
+        contexts, missed = f.with_ids(run, f.contexts_of(run, example))
+        if f.id_key is not None and _get(run, "id") is not None:
+            with self._lock:
+                self._id_misses[str(_get(run, "id"))] = (missed, len(contexts))
         answer = reference = None
         try:
             answer = f.answer_of(run, example)
@@ -529,6 +596,34 @@ class RagbridgeEvaluators:
     def forget(self) -> None:
         """Drop the remembered per-run scores (the judge cache, if any, is kept)."""
         self.scorer.forget()
+        with self._lock:
+            self._id_misses.clear()
+
+    def id_hint(self, text: str) -> str | None:
+        """What to do here about ids that do not match the labels (``text`` names the cause).
+
+        The core's message names the LangChain adapter's functions; with these evaluators the
+        fix is their own ``id_key``, and when it is already set, how often it found nothing.
+        """
+        if "id_key=" not in text and "labelled id" not in text:
+            return None
+        if self.id_key is None:
+            found = _ID_KEY_IN_TEXT.search(text)
+            key = found.group(1) if found else "'source'"
+            return f"hint: with these evaluators, pass id_key={key} to evaluators(...)"
+        with self._lock:
+            missed = sum(m for m, _ in self._id_misses.values())
+            total = sum(n for _, n in self._id_misses.values())
+        spec = "a callable" if callable(self.id_key) else repr(self.id_key)
+        if missed:
+            return (
+                f"hint: id_key={spec} found no id in {missed} of {total} retrieved contexts, "
+                "which kept their own ids; check the metadata key"
+            )
+        return (
+            f"hint: id_key={spec} gave every context its id, and those ids are not the labelled "
+            "ones: check that the labels name the same things (documents or chunks)"
+        )
 
     # ----------------------------------------------------------------- langsmith objects
 
@@ -550,15 +645,20 @@ class RagbridgeEvaluators:
             info["sample_id"] = outcome.sample.id
         if score.failure is not None:
             info["failure"] = {"kind": score.failure.kind.value, "message": score.failure.message}
-        comment = explain(score)
+        lines = [explain(score)]
         warnings = self.scorer.warnings if score.provider == "retrieval" else []
         if warnings:  # run-level: retrieved ids that (almost) never match the labels
             info["warnings"] = warnings
-            comment = "\n".join([comment, *(f"warning: {w}" for w in warnings)])
+            lines.extend(f"warning: {w}" for w in warnings)
+        if score.provider == "retrieval" and (warnings or score.failure is not None):
+            hint = self.id_hint("\n".join(lines))
+            if hint is not None:
+                info["hint"] = hint
+                lines.append(hint)
         return EvaluationResult(
             key=self.keys[metric],
             score=score.value,
-            comment=comment,
+            comment="\n".join(lines),
             evaluator_info=info,
             feedback_config=dict(_FEEDBACK_CONFIG),
             extra={"error": True} if score.failure is not None else None,
@@ -698,6 +798,10 @@ class RagbridgeSummaryEvaluator:
         if warnings:
             info["warnings"] = warnings
             counts += "".join(f"\nwarning: {w}" for w in warnings)
+            hint = self.suite.id_hint("\n".join(warnings))
+            if hint is not None:
+                info["hint"] = hint
+                counts += f"\n{hint}"
         if values:
             ci = mean_ci(
                 values, confidence=self.confidence, n_resamples=self.n_resamples, seed=self.seed
@@ -748,6 +852,7 @@ def evaluators(
     reference_key: FieldSpec = None,
     relevance_key: FieldSpec = None,
     sample_from: Callable[[Any, Any], Sample] | None = None,
+    id_key: IdKey = None,
     keys: Mapping[str, str] | None = None,
     combined: bool = False,
     settings: Settings | None = None,
@@ -765,7 +870,10 @@ def evaluators(
     a callable returns a list of strings, Documents, dicts or `Context`), ``reference_key`` and
     ``relevance_key`` (example outputs). ``retriever`` picks the retriever child run by name or
     predicate and skips the outputs keys. ``sample_from(run, example) -> Sample`` replaces all
-    of it. ``keys`` renames feedback keys (metric name → key).
+    of it. ``id_key`` says where context ids come from for ranking measures: a metadata key
+    (``"source"`` for LangChain chunks labelled by their source document), several tried in
+    order, or a callable ``(Context) -> id | None``. ``keys`` renames feedback keys (metric
+    name → key).
 
     Returns one evaluator per metric, or with ``combined=True`` a single evaluator returning all
     metrics as ``EvaluationResults``; either way each run is scored once for all metrics.
@@ -779,6 +887,7 @@ def evaluators(
         reference_key=reference_key,
         relevance_key=relevance_key,
         sample_from=sample_from,
+        id_key=id_key,
         keys=keys,
         settings=settings,
         **options,
