@@ -1,7 +1,9 @@
 """Issue 16, LangSmith: a LangSmith user changes the evaluator lines and nothing else.
 
 * ``id_key`` lets ranking measures read LangChain chunk ids from ``metadata["source"]``, and the
-  "ids do not match" warning and failure still fire when they never match.
+  "ids do not match" warning and failure still fire when they never match;
+* evaluator runs are traced as langsmith 0.14 traces a function evaluator: ``source_run_id`` on
+  the feedback, judge calls as child runs of the evaluator run.
 
 Everything runs langsmith's own runner offline (`offline_client`, ``upload_results=False``) or,
 where runs must be posted to be seen, inside ``tracing_context(enabled=True)`` with the
@@ -10,9 +12,11 @@ recording `OfflineClient`; judges are scripted.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -21,25 +25,33 @@ pytest.importorskip("langsmith")
 pytest.importorskip("langchain_core")
 
 import langsmith
+from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.vectorstores import InMemoryVectorStore
-from langsmith import traceable
+from langsmith import run_helpers, traceable
 from langsmith.evaluation.evaluator import EvaluationResult
+from langsmith.run_trees import RunTree
 from langsmith.schemas import Example
+from pydantic import BaseModel
 
 from ragbridge.adapters.langsmith import (
     RagbridgeEvaluators,
     evaluators,
     offline_client,
 )
+from ragbridge.adapters.langsmith.tracing import TracedJudge
+from ragbridge.core.judge import JudgeReply, Message
 from ragbridge.core.sample import Context, Sample
 from ragbridge.core.scoring import Scorer
+from ragbridge.core.testing import ScriptedJudge
 
 CORPUS = {
     "paris": "Paris is the capital of France.",
     "berlin": "Berlin is the capital of Germany.",
     "borders": "France borders Spain and Italy.",
 }
+YES = {"explanation": "it holds", "verdict": True}
+GRADERS = ["correctness", "helpfulness", "groundedness", "document_relevance"]
 
 
 @pytest.fixture(autouse=True)
@@ -217,3 +229,185 @@ def test_bad_id_key_fails_at_construction_and_a_raising_callable_fails_the_run()
     assert result.comment is not None
     assert result.comment.startswith("failed (invalid_input): run ")
     assert "the id_key callable raised KeyError on context 0" in result.comment
+
+
+# ----------------------------------------------------------------------------- tracing
+
+
+@dataclass
+class SpyJudge:
+    """A scripted judge that notes, per call, the LangSmith run it was called under."""
+
+    inner: ScriptedJudge = field(default_factory=lambda: ScriptedJudge({"*": YES}))
+    model: str = "spy-judge"
+    parents: list[Any] = field(default_factory=list)
+
+    async def generate(
+        self, messages: Sequence[Message], *, schema: type[BaseModel] | None = None
+    ) -> JudgeReply:
+        self.parents.append(run_helpers.get_current_run_tree())
+        return await self.inner.generate(messages, schema=schema)
+
+
+def _plain_bot(inputs: dict[str, Any]) -> dict[str, Any]:
+    return {"answer": "Paris.", "documents": [Document(page_content=CORPUS["paris"])]}
+
+
+def _graded(n: int = 2) -> list[Example]:
+    return [example("What is the capital of France?", i, answer="Paris") for i in range(1, n + 1)]
+
+
+def test_judge_calls_are_children_of_the_evaluator_run_the_feedback_links() -> None:
+    judge = SpyJudge()
+    rows = run_evaluate(_plain_bot, _graded(), evaluators=evaluators(GRADERS, judge=judge))
+    assert len(judge.parents) == 8  # four graders on two runs
+    links = []
+    for row in rows:
+        found = by_key(row)
+        (source,) = {r.source_run_id for r in found.values()}  # one run scored the four
+        assert source is not None
+        links.append(source)
+        mine = [p for p in judge.parents if p is not None and p.parent_run_id == source]
+        assert sorted(p.name for p in mine) == sorted(
+            f"judge:grader.{g}"
+            for g in [
+                "correctness",
+                "document_relevance",
+                "groundedness",
+                "helpfulness",
+            ]
+        )
+        assert {p.run_type for p in mine} == {"llm"}
+    assert links[0] != links[1]
+    assert None not in judge.parents
+
+
+def test_posted_runs_match_what_langsmith_posts_for_a_function_evaluator() -> None:
+    """The run tree an uploaded experiment gets, seen through the recording client: the
+    evaluator run (id = the evaluator_run_id langsmith passes, name, metadata, inputs and
+    outputs) and one llm child per judge call with its token usage."""
+    judge = SpyJudge()
+    evs = evaluators(["correctness", "groundedness"], judge=judge)
+    target = RunTree(
+        name="rag_bot",
+        run_type="chain",
+        inputs={"question": "What is the capital of France?"},
+        outputs={"answer": "Paris.", "documents": [CORPUS["paris"]]},
+        ls_client=offline_client(),
+    )
+    ex = example("What is the capital of France?", 1, answer="Paris")
+    recorder = offline_client()
+    first, second = uuid.uuid4(), uuid.uuid4()
+    with run_helpers.tracing_context(project_name="evaluators", enabled=True, client=recorder):
+        a = evs[0].evaluate_run(target, ex, evaluator_run_id=first)
+        b = evs[1].evaluate_run(target, ex, evaluator_run_id=second)
+    assert isinstance(a, EvaluationResult)
+    assert isinstance(b, EvaluationResult)
+    assert (a.key, a.source_run_id) == ("correctness", first)
+    assert (b.key, b.source_run_id) == (
+        "groundedness",
+        first,
+    )  # scored in the first run
+    runs = {str(r["id"]): r for r in recorder.recorded_runs()}
+    assert str(second) not in runs  # the second evaluator opened no empty run
+    evaluator = runs[str(first)]
+    assert evaluator["name"] == "ragbridge_correctness"
+    assert evaluator["run_type"] == "chain"
+    assert evaluator.get("parent_run_id") is None
+    assert evaluator["extra"]["metadata"]["target_run_id"] == target.id
+    assert evaluator["inputs"]["reference_outputs"] == {"answer": "Paris"}
+    assert evaluator["inputs"]["outputs"]["answer"] == "Paris."
+    outputs = evaluator["outputs"]
+    assert [(r["key"], r["score"]) for r in outputs["results"]] == [
+        ("correctness", 1.0),
+        ("groundedness", 1.0),
+    ]
+    assert outputs["sample"]["contexts"][0]["text"] == CORPUS["paris"]
+    children = [r for r in runs.values() if r.get("parent_run_id") == first]
+    assert sorted(c["name"] for c in children) == [
+        "judge:grader.correctness",
+        "judge:grader.groundedness",
+    ]
+    calls = {c.task: c for c in judge.inner.calls}
+    for child in children:
+        assert child["run_type"] == "llm"
+        assert child["extra"]["metadata"]["ls_model_name"] == "spy-judge"
+        assert child["inputs"]["messages"] == calls[child["name"][6:]].messages
+        usage = child["outputs"]["usage_metadata"]
+        assert usage["input_tokens"] > 0
+        assert usage["output_tokens"] > 0
+        assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
+        assert '"verdict": true' in child["outputs"]["choices"][0]["message"]["content"]
+    assert len(children) == len(judge.inner.calls) == 2
+
+
+def test_a_running_event_loop_does_not_lose_the_parent_run() -> None:
+    """Inside a running loop the sync evaluator scores on a worker thread; the judge calls
+    must still find the evaluator run."""
+    judge = SpyJudge()
+    evs = evaluators(["groundedness"], judge=judge)
+
+    async def main() -> list[dict[str, Any]]:
+        asyncio.get_running_loop()
+        return run_evaluate(_plain_bot, _graded(1), evaluators=evs)
+
+    (row,) = asyncio.run(main())
+    source = by_key(row)["groundedness"].source_run_id
+    assert source is not None
+    assert [p.parent_run_id for p in judge.parents] == [source]
+
+
+def test_aevaluate_links_feedback_and_judge_calls_the_same_way() -> None:
+    judge = SpyJudge()
+    evs = evaluators(["groundedness", "helpfulness"], judge=judge)
+
+    async def bot(inputs: dict[str, Any]) -> dict[str, Any]:
+        return _plain_bot(inputs)
+
+    async def main() -> list[dict[str, Any]]:
+        results = await langsmith.aevaluate(
+            bot,
+            data=_graded(),
+            evaluators=evs,
+            upload_results=False,
+            client=offline_client(),
+        )
+        return [row async for row in results]
+
+    rows = asyncio.run(main())
+    for row in rows:
+        (source,) = {r.source_run_id for r in by_key(row).values()}
+        assert source is not None
+        assert sum(p.parent_run_id == source for p in judge.parents) == 2
+    assert len(judge.parents) == 4
+
+
+def test_disabled_evaluator_tracing_leaves_no_link_and_no_parent() -> None:
+    judge = SpyJudge()
+    results = langsmith.evaluate(
+        _plain_bot,
+        data=_graded(1),
+        evaluators=evaluators(["groundedness"], judge=judge),
+        upload_results=False,
+        disable_evaluator_tracing=True,
+        client=offline_client(),
+    )
+    (row,) = list(results)
+    assert by_key(row)["groundedness"].source_run_id is None
+    assert judge.parents == [None]  # no evaluator run to hang the call under
+
+
+def test_outside_any_trace_the_judge_is_called_as_it_is() -> None:
+    judge = SpyJudge()
+    suite = RagbridgeEvaluators(["groundedness"], judge=judge)
+    assert isinstance(suite.scorer.settings.judge, TracedJudge)
+    assert suite.scorer.settings.judge.model == "spy-judge"
+    target = {
+        "id": uuid.uuid4(),
+        "inputs": {"question": "q?"},
+        "outputs": {"answer": "Paris."},
+    }
+    scores = suite.scores({**target, "outputs": {**target["outputs"], "documents": ["Paris."]}})
+    assert scores["groundedness"].value == 1.0
+    assert scores["groundedness"].judge_model == "spy-judge"
+    assert judge.parents == [None]

@@ -3,7 +3,8 @@
 * **Source side** (`ragbridge.adapters.langsmith.runs`): turn live run trees, API runs and
   exported JSONL into `Sample`s; `offline_client` runs ``langsmith.evaluate`` with no network.
 * **Sink side** (`ragbridge.adapters.langsmith.evaluators`): ragbridge metrics as drop-in
-  ``langsmith.evaluate`` evaluators.
+  ``langsmith.evaluate`` evaluators, traced like LangSmith's own function evaluators
+  (`ragbridge.adapters.langsmith.tracing`).
 
 Importing it without langsmith raises ImportError naming the extra:
 ``pip install "ragbridge[langsmith]"``.

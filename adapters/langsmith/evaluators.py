@@ -43,6 +43,13 @@ Design decisions:
   a trace that does not fit gives ``score=None``, ``comment="failed (kind): message"`` (the
   message names the run id and the keys tried) and ``extra={"error": True}``, which is how
   LangSmith marks errored feedback. The experiment always completes.
+* **Traced like LangSmith's own function evaluators** (`ragbridge.adapters.langsmith.tracing`).
+  An evaluator that scores a run opens its evaluator run (``run_id`` = the
+  ``evaluator_run_id`` langsmith passes, in the ``evaluators`` project) and every judge call
+  made while scoring is a child run of it; each result's ``source_run_id`` is that run, the
+  target of "view evaluator run". Because the first evaluator of a set scores every metric
+  of the run, the others open no run of their own: their feedback points at the run that
+  holds the judge calls behind it.
 * **Where the provenance goes.** ``comment`` is `explain(score)` (the reason and one line per
   claim / statement / context verdict); on ranking measures it ends with ``warning: ...`` lines
   once the run-level check finds retrieved ids that (almost) never match the labels
@@ -65,6 +72,7 @@ from __future__ import annotations
 
 import re
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -90,6 +98,7 @@ from .runs import (
     _label,
     _select_retrievers,
 )
+from .tracing import carry_context, evaluator_run, traced_settings
 
 try:
     from langsmith.evaluation.evaluator import (
@@ -449,8 +458,11 @@ class RagbridgeEvaluators:
         settings: Settings | None = None,
         **options: Unpack[SettingsOptions],
     ) -> None:
+        # The core builds the settings first (a framework model given as judge is wrapped
+        # there, untouched here); then the judge's calls are traced under the evaluator run.
+        built = traced_settings(Settings.of(settings, options))
         # Every run's scores are kept (records=None): the summary evaluators read them back.
-        self.scorer = Scorer(metrics, settings=settings, records=None, **options)
+        self.scorer = Scorer(metrics, settings=built, records=None)
         self.metrics = list(self.scorer.names)
         unknown = sorted(set(keys or {}) - set(self.metrics))
         if unknown:
@@ -463,6 +475,7 @@ class RagbridgeEvaluators:
             raise ValueError(f"feedback keys must be unique, got {list(self.keys.values())}")
         self.id_key = id_key
         self._lock = threading.Lock()
+        self._scored_in: dict[str, Any] = {}  # run id -> the evaluator run that scored it
         self._id_misses: dict[str, tuple[int, int]] = {}  # run id -> (without id_key, contexts)
         if retriever is not None and not (isinstance(retriever, str) or callable(retriever)):
             raise TypeError(f"retriever must be a run name, a callable or None, got {retriever!r}")
@@ -576,8 +589,9 @@ class RagbridgeEvaluators:
     # ----------------------------------------------------------------- scoring, once per run
 
     def outcome(self, run: Any, example: Any = None) -> _Outcome:
-        """Every metric on ``run``, scored once per run id (sync; loop-safe)."""
-        return run_sync(self.aoutcome(run, example))
+        """Every metric on ``run``, scored once per run id (sync; loop-safe). The judge calls
+        see the caller's context (its LangSmith run) even on `run_sync`'s worker thread."""
+        return run_sync(carry_context(self.aoutcome(run, example)))
 
     async def aoutcome(self, run: Any, example: Any = None) -> _Outcome:
         """The async form of `outcome`, for ``langsmith.aevaluate``. The Scorer keeps each run
@@ -597,7 +611,17 @@ class RagbridgeEvaluators:
         """Drop the remembered per-run scores (the judge cache, if any, is kept)."""
         self.scorer.forget()
         with self._lock:
+            self._scored_in.clear()
             self._id_misses.clear()
+
+    def claim(self, run: Any, evaluator_run_id: Any) -> Any:
+        """The evaluator run that scores ``run`` for this set: ``evaluator_run_id`` when it is
+        the first to ask, else the one that asked first (its run holds the judge calls)."""
+        run_id = _get(run, "id")
+        if run_id is None:
+            return evaluator_run_id
+        with self._lock:
+            return self._scored_in.setdefault(str(run_id), evaluator_run_id)
 
     def id_hint(self, text: str) -> str | None:
         """What to do here about ids that do not match the labels (``text`` names the cause).
@@ -627,8 +651,9 @@ class RagbridgeEvaluators:
 
     # ----------------------------------------------------------------- langsmith objects
 
-    def result(self, metric: str, outcome: _Outcome) -> EvaluationResult:
-        """One metric's outcome as a LangSmith `EvaluationResult`."""
+    def result(self, metric: str, outcome: _Outcome, source_run_id: Any = None) -> EvaluationResult:
+        """One metric's outcome as a LangSmith `EvaluationResult` (``source_run_id``: the
+        evaluator run that scored it)."""
         score = outcome.scores[metric]
         info: dict[str, Any] = {
             "ragbridge_metric": metric,
@@ -662,6 +687,7 @@ class RagbridgeEvaluators:
             evaluator_info=info,
             feedback_config=dict(_FEEDBACK_CONFIG),
             extra={"error": True} if score.failure is not None else None,
+            source_run_id=source_run_id,
         )
 
     def evaluators(self, *, combined: bool = False) -> list[RagbridgeRunEvaluator]:
@@ -705,21 +731,50 @@ class RagbridgeRunEvaluator(RunEvaluator):
     def feedback_keys(self) -> list[str]:
         return [self.suite.keys[m] for m in self.metrics]
 
-    def _results(self, outcome: _Outcome) -> EvaluationResult | EvaluationResults:
-        results = [self.suite.result(m, outcome) for m in self.metrics]
+    def _results(
+        self, outcome: _Outcome, source_run_id: Any
+    ) -> EvaluationResult | EvaluationResults:
+        results = [self.suite.result(m, outcome, source_run_id) for m in self.metrics]
         if len(results) == 1:
             return results[0]
         return EvaluationResults(results=results)
 
+    def _traced_outputs(self, outcome: _Outcome) -> dict[str, Any]:
+        """What the evaluator run shows as its outputs: every metric the set scored on the run
+        (its judge calls are this run's children) and the `Sample` the run was read as."""
+        results = []
+        for metric in self.suite.metrics:
+            r = self.suite.result(metric, outcome)
+            results.append({"key": r.key, "score": r.score, "comment": r.comment})
+        sample = None if outcome.sample is None else outcome.sample.model_dump(mode="json")
+        return {"results": results, "sample": sample}
+
     def evaluate_run(
         self, run: Any, example: Any = None, evaluator_run_id: Any = None
     ) -> EvaluationResult | EvaluationResults:
-        return self._results(self.suite.outcome(run, example))
+        """Score ``run`` in a traced evaluator run (``evaluator_run_id``, or a new id), as
+        langsmith 0.14's ``DynamicRunEvaluator.evaluate_run`` does for a function evaluator."""
+        run_id = evaluator_run_id if evaluator_run_id is not None else uuid.uuid4()
+        owner = self.suite.claim(run, run_id)
+        if owner != run_id:  # another evaluator of the set scores this run: point at its run
+            return self._results(self.suite.outcome(run, example), owner)
+        with evaluator_run(self.__name__, run, example, run_id) as traced:
+            outcome = self.suite.outcome(run, example)
+            traced.end(outputs=self._traced_outputs(outcome))
+        return self._results(outcome, run_id)
 
     async def aevaluate_run(
         self, run: Any, example: Any = None, evaluator_run_id: Any = None
     ) -> EvaluationResult | EvaluationResults:
-        return self._results(await self.suite.aoutcome(run, example))
+        """The async form of `evaluate_run`, awaited by ``langsmith.aevaluate``."""
+        run_id = evaluator_run_id if evaluator_run_id is not None else uuid.uuid4()
+        owner = self.suite.claim(run, run_id)
+        if owner != run_id:
+            return self._results(await self.suite.aoutcome(run, example), owner)
+        async with evaluator_run(self.__name__, run, example, run_id) as traced:
+            outcome = await self.suite.aoutcome(run, example)
+            traced.end(outputs=self._traced_outputs(outcome))
+        return self._results(outcome, run_id)
 
     def __call__(self, run: Any, example: Any = None) -> EvaluationResult | EvaluationResults:
         return self.evaluate_run(run, example)
@@ -874,6 +929,10 @@ def evaluators(
     (``"source"`` for LangChain chunks labelled by their source document), several tried in
     order, or a callable ``(Context) -> id | None``. ``keys`` renames feedback keys (metric
     name → key).
+
+    ``judge`` may be a ragbridge `Judge` or a framework's model as the core accepts it (a
+    LangChain chat model, ...): it is handed to the core as given. Each evaluator run is traced
+    like a LangSmith function evaluator's, with the judge calls beneath it.
 
     Returns one evaluator per metric, or with ``combined=True`` a single evaluator returning all
     metrics as ``EvaluationResults``; either way each run is scored once for all metrics.
