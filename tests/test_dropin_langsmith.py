@@ -3,7 +3,8 @@
 * ``id_key`` lets ranking measures read LangChain chunk ids from ``metadata["source"]``, and the
   "ids do not match" warning and failure still fire when they never match;
 * evaluator runs are traced as langsmith 0.14 traces a function evaluator: ``source_run_id`` on
-  the feedback, judge calls as child runs of the evaluator run.
+  the feedback, judge calls as child runs of the evaluator run;
+* ``keys="langsmith-tutorial"`` names the columns after the tutorial's graders.
 
 Everything runs langsmith's own runner offline (`offline_client`, ``upload_results=False``) or,
 where runs must be posted to be seen, inside ``tracing_context(enabled=True)`` with the
@@ -35,9 +36,11 @@ from langsmith.schemas import Example
 from pydantic import BaseModel
 
 from ragbridge.adapters.langsmith import (
+    LANGSMITH_TUTORIAL_KEYS,
     RagbridgeEvaluators,
     evaluators,
     offline_client,
+    summary_evaluators,
 )
 from ragbridge.adapters.langsmith.tracing import TracedJudge
 from ragbridge.core.judge import JudgeReply, Message
@@ -411,3 +414,65 @@ def test_outside_any_trace_the_judge_is_called_as_it_is() -> None:
     assert scores["groundedness"].value == 1.0
     assert scores["groundedness"].judge_model == "spy-judge"
     assert judge.parents == [None]
+
+
+# ----------------------------------------------------------------------------- feedback keys
+
+
+def test_tutorial_preset_names_the_graders_after_the_tutorial() -> None:
+    evs = evaluators(
+        [*GRADERS, "recall@2"],
+        judge=ScriptedJudge({"*": YES}),
+        keys="langsmith-tutorial",
+    )
+    assert [e.feedback_keys for e in evs] == [
+        ["correctness"],
+        ["relevance"],
+        ["groundedness"],
+        ["retrieval_relevance"],
+        ["recall@2"],  # not a tutorial grader: keeps its name
+    ]
+    rows = run_evaluate(
+        _plain_bot,
+        _graded(1),
+        evaluators=evs[:4],
+        summary_evaluators=summary_evaluators(evs[:4]),
+    )
+    found = by_key(rows[0])
+    assert {k: r.score for k, r in found.items()} == {
+        "correctness": 1.0,
+        "relevance": 1.0,
+        "groundedness": 1.0,
+        "retrieval_relevance": 1.0,
+    }
+    assert found["relevance"].evaluator_info["ragbridge_metric"] == "helpfulness"
+
+
+def test_tutorial_preset_maps_the_graded_measures_too() -> None:
+    suite = RagbridgeEvaluators(
+        ["faithfulness:offline", "answer_relevance:offline", "document_relevance"],
+        judge=ScriptedJudge({"*": YES}),
+        keys="langsmith-tutorial",
+    )
+    assert suite.keys == {  # a metric is named without its provider
+        "faithfulness": "groundedness",
+        "answer_relevance": "relevance",
+        "document_relevance": "retrieval_relevance",
+    }
+    assert LANGSMITH_TUTORIAL_KEYS["answer_correctness"] == "correctness"
+
+
+def test_bad_key_presets_and_clashes_fail_at_construction() -> None:
+    with pytest.raises(
+        ValueError,
+        match=r"unknown keys preset 'tutorial' \(presets: langsmith-tutorial\)",
+    ):
+        evaluators(["mrr"], keys="tutorial")
+    with pytest.raises(
+        ValueError, match=r"'groundedness' from groundedness, faithfulness: keep one"
+    ):
+        evaluators(
+            ["groundedness", "faithfulness:offline"],
+            judge=ScriptedJudge({"*": YES}),
+            keys="langsmith-tutorial",
+        )

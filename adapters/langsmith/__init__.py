@@ -17,6 +17,8 @@ from ragbridge.adapters._frameworks import quiet_frameworks
 quiet_frameworks()  # before the modules below import langsmith
 
 from .evaluators import (  # noqa: E402
+    KEY_PRESETS,
+    LANGSMITH_TUTORIAL_KEYS,
     FieldSpec,
     IdKey,
     RagbridgeEvaluators,
@@ -39,6 +41,8 @@ from .runs import (  # noqa: E402
 
 __all__ = [
     "INSTALL_HINT",
+    "KEY_PRESETS",
+    "LANGSMITH_TUTORIAL_KEYS",
     "FieldSpec",
     "IdKey",
     "OfflineClient",

@@ -27,6 +27,32 @@ names tried in order, or a callable ``(run, example) -> value``):
   keeps its own id; when ids still never match the labels, the run-level warning and the
   per-run ``invalid_input`` failure of `ragbridge.core.id_check` say so, as without ``id_key``.
 
+Feedback keys are the metric names unless ``keys`` renames them: a mapping (metric → key) or
+the preset ``"langsmith-tutorial"`` (`LANGSMITH_TUTORIAL_KEYS`), the names of the four graders
+in LangSmith's RAG evaluation tutorial, so an experiment's columns stay where dashboards expect
+them:
+
+==========================  ============================================  ====================
+tutorial key (its grader)   ragbridge measure                             value
+==========================  ============================================  ====================
+``correctness``             ``correctness`` (answer vs reference)         1.0 or 0.0
+                            ``answer_correctness``                        claim-level F1, 0..1
+``relevance``               ``helpfulness`` (answer vs question)          1.0 or 0.0
+                            ``answer_relevance``                          0..1
+``groundedness``            ``groundedness`` (answer vs documents)        1.0 or 0.0
+                            ``faithfulness``                              share of claims, 0..1
+``retrieval_relevance``     ``document_relevance`` (documents vs query)   1.0 or 0.0
+==========================  ============================================  ====================
+
+The tutorial's graders are LLM calls returning a boolean, which LangSmith records as 1 or 0.
+ragbridge's ``correctness``, ``helpfulness``, ``groundedness`` and ``document_relevance`` ask
+the same four questions in one call each and give 1.0 or 0.0 with the judge's explanation as
+the comment, so the columns hold the same kind of number. The graded measures put a finer
+number in the same column: ``faithfulness`` is the share of the answer's claims the documents
+support (an answer with one unsupported claim of four is 0.75 where a grader says 0), and
+``answer_correctness`` and ``answer_relevance`` are likewise fractions, never booleans. Pick one
+measure per key; two measures for one key are refused.
+
 Design decisions:
 
 * **One `Scorer` per `evaluators(...)` call.** Its evaluators share the judge engine, the cache
@@ -113,6 +139,8 @@ except ImportError as exc:  # the fence: name the extra, not just the missing mo
     ) from exc
 
 __all__ = [
+    "KEY_PRESETS",
+    "LANGSMITH_TUTORIAL_KEYS",
     "FieldSpec",
     "IdKey",
     "RagbridgeEvaluators",
@@ -130,6 +158,21 @@ IdKey = str | Sequence[str] | Callable[[Context], Any] | None
 """Where a context's id comes from: None for its own, a metadata key, metadata keys tried in
 order, or a callable ``(Context) -> id | None`` (None keeps the context's own id)."""
 
+LANGSMITH_TUTORIAL_KEYS: Mapping[str, str] = {
+    "correctness": "correctness",
+    "answer_correctness": "correctness",
+    "helpfulness": "relevance",
+    "answer_relevance": "relevance",
+    "groundedness": "groundedness",
+    "faithfulness": "groundedness",
+    "document_relevance": "retrieval_relevance",
+}
+"""ragbridge measure (any provider) → the feedback key of LangSmith's RAG tutorial grader that
+asks the same question (see the module doc for how the numbers differ)."""
+
+KEY_PRESETS: Mapping[str, Mapping[str, str]] = {"langsmith-tutorial": LANGSMITH_TUTORIAL_KEYS}
+"""Named feedback-key sets for ``keys=``."""
+
 QUESTION_KEYS = ("question", "input", "query")
 ANSWER_KEYS = ("answer", "output")
 CONTEXT_KEYS = ("contexts", "documents", "context")
@@ -138,6 +181,37 @@ RELEVANCE_KEYS = ("relevance", "qrels", "relevant_ids")
 
 _FEEDBACK_CONFIG = {"type": "continuous", "min": 0, "max": 1}
 _ID_KEY_IN_TEXT = re.compile(r"id_key=('[^']*')")
+
+
+def _feedback_keys(keys: Mapping[str, str] | str | None, metrics: Sequence[str]) -> dict[str, str]:
+    """Metric name → feedback key, from a mapping or a preset name (`KEY_PRESETS`)."""
+    if isinstance(keys, str):
+        preset = KEY_PRESETS.get(keys)
+        if preset is None:
+            raise ValueError(
+                f"unknown keys preset {keys!r} (presets: {', '.join(sorted(KEY_PRESETS))}); "
+                "or pass a mapping metric name -> feedback key"
+            )
+        chosen = {m: preset.get(m, preset.get(m.split(":")[0], m)) for m in metrics}
+    else:
+        unknown = sorted(set(keys or {}) - set(metrics))
+        if unknown:
+            raise ValueError(
+                f"keys names metrics that are not in this set: {', '.join(unknown)} "
+                f"(metrics: {', '.join(metrics)})"
+            )
+        chosen = {m: (keys or {}).get(m, m) for m in metrics}
+    by_key: dict[str, list[str]] = {}
+    for metric, key in chosen.items():
+        by_key.setdefault(key, []).append(metric)
+    clashes = {k: ms for k, ms in by_key.items() if len(ms) > 1}
+    if clashes:
+        named = "; ".join(f"{k!r} from {', '.join(ms)}" for k, ms in clashes.items())
+        raise ValueError(
+            f"feedback keys must be unique, got {named}: keep one measure per key, or rename "
+            "one with keys={metric: key}"
+        )
+    return chosen
 
 
 # --------------------------------------------------------------------------- field extraction
@@ -454,7 +528,7 @@ class RagbridgeEvaluators:
         relevance_key: FieldSpec = None,
         sample_from: Callable[[Any, Any], Sample] | None = None,
         id_key: IdKey = None,
-        keys: Mapping[str, str] | None = None,
+        keys: Mapping[str, str] | str | None = None,
         settings: Settings | None = None,
         **options: Unpack[SettingsOptions],
     ) -> None:
@@ -464,15 +538,7 @@ class RagbridgeEvaluators:
         # Every run's scores are kept (records=None): the summary evaluators read them back.
         self.scorer = Scorer(metrics, settings=built, records=None)
         self.metrics = list(self.scorer.names)
-        unknown = sorted(set(keys or {}) - set(self.metrics))
-        if unknown:
-            raise ValueError(
-                f"keys names metrics that are not in this set: {', '.join(unknown)} "
-                f"(metrics: {', '.join(self.metrics)})"
-            )
-        self.keys: dict[str, str] = {m: (keys or {}).get(m, m) for m in self.metrics}
-        if len(set(self.keys.values())) != len(self.keys):
-            raise ValueError(f"feedback keys must be unique, got {list(self.keys.values())}")
+        self.keys: dict[str, str] = _feedback_keys(keys, self.metrics)
         self.id_key = id_key
         self._lock = threading.Lock()
         self._scored_in: dict[str, Any] = {}  # run id -> the evaluator run that scored it
@@ -908,7 +974,7 @@ def evaluators(
     relevance_key: FieldSpec = None,
     sample_from: Callable[[Any, Any], Sample] | None = None,
     id_key: IdKey = None,
-    keys: Mapping[str, str] | None = None,
+    keys: Mapping[str, str] | str | None = None,
     combined: bool = False,
     settings: Settings | None = None,
     **options: Unpack[SettingsOptions],
@@ -927,8 +993,9 @@ def evaluators(
     predicate and skips the outputs keys. ``sample_from(run, example) -> Sample`` replaces all
     of it. ``id_key`` says where context ids come from for ranking measures: a metadata key
     (``"source"`` for LangChain chunks labelled by their source document), several tried in
-    order, or a callable ``(Context) -> id | None``. ``keys`` renames feedback keys (metric
-    name → key).
+    order, or a callable ``(Context) -> id | None``. ``keys`` renames feedback keys: a mapping
+    metric name → key, or ``"langsmith-tutorial"`` for the names of LangSmith's RAG tutorial
+    graders (`LANGSMITH_TUTORIAL_KEYS`; the module doc says which measure is which grader).
 
     ``judge`` may be a ragbridge `Judge` or a framework's model as the core accepts it (a
     LangChain chat model, ...): it is handed to the core as given. Each evaluator run is traced
