@@ -1,5 +1,7 @@
 """Issue 16, LangSmith: a LangSmith user changes the evaluator lines and nothing else.
 
+* the public RAG tutorial's shape (`examples/langsmith_rag_tutorial.py`) runs offline with
+  ragbridge's graders in place of its own, under the tutorial's feedback keys;
 * ``id_key`` lets ranking measures read LangChain chunk ids from ``metadata["source"]``, and the
   "ids do not match" warning and failure still fire when they never match;
 * evaluator runs are traced as langsmith 0.14 traces a function evaluator: ``source_run_id`` on
@@ -14,10 +16,14 @@ recording `OfflineClient`; judges are scripted.
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,6 +53,8 @@ from ragbridge.core.judge import JudgeReply, Message
 from ragbridge.core.sample import Context, Sample
 from ragbridge.core.scoring import Scorer
 from ragbridge.core.testing import ScriptedJudge
+
+ROOT = Path(__file__).resolve().parents[1]
 
 CORPUS = {
     "paris": "Paris is the capital of France.",
@@ -94,6 +102,43 @@ def by_key(row: dict[str, Any]) -> dict[str, EvaluationResult]:
     return {r.key: r for r in row["evaluation_results"]["results"]}
 
 
+# ----------------------------------------------------------------------------- the example
+
+
+def test_the_tutorial_example_runs_offline_with_the_tutorials_columns() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "langsmith_rag_tutorial.py")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    header = next(line for line in lines if line.startswith("question"))
+    assert header.split()[1:] == ["correctness", "relevance", "groundedness", "retrieval_relevance"]
+    rows = {line[:50].strip(): line[50:].split() for line in lines if line.endswith(("0", ".0"))}
+    assert rows == {
+        "How does an agent break down a complex task?": ["1.0", "1.0", "1.0", "1.0"],
+        "How many kinds of memory does the post describe?": ["0.0", "1.0", "0.0", "1.0"],
+        "Who won the football world cup in 2022?": ["1.0", "0.0", "1.0", "0.0"],
+    }
+    assert "  groundedness: not in the documents: ['four']" in lines
+    assert "  retrieval_relevance: nothing in common" in lines
+    assert "every result links its evaluator run (source_run_id): True" in lines
+
+
+def test_the_example_differs_from_the_tutorial_only_in_its_evaluator_lines() -> None:
+    """The tutorial's evaluate call is kept word for word; the graders are one call."""
+    text = (ROOT / "examples" / "langsmith_rag_tutorial.py").read_text(encoding="utf-8")
+    assert "evaluators=[correctness, groundedness, relevance, retrieval_relevance]," in text
+    assert 'keys="langsmith-tutorial"' in text
+    assert "docs.smith.langchain.com" in text  # the source of the shape is credited
+    assert "def correctness(" not in text  # no hand-written grader left
+
+
 # ----------------------------------------------------------------------------- id_key
 
 
@@ -127,9 +172,7 @@ RANKING = ["recall@2", "mrr", "ndcg@3"]
 
 def test_id_key_source_scores_langchain_chunks_against_source_labels() -> None:
     rows = run_evaluate(
-        _vector_store_bot(),
-        _labelled(),
-        evaluators=evaluators(RANKING, id_key="source"),
+        _vector_store_bot(), _labelled(), evaluators=evaluators(RANKING, id_key="source")
     )
     assert len(rows) == 3
     direct = Scorer(RANKING)
@@ -146,10 +189,7 @@ def test_id_key_source_scores_langchain_chunks_against_source_labels() -> None:
         )
         expected = direct.score(sample)
         for name in RANKING:
-            assert found[name].score == expected[name].value, (
-                name,
-                found[name].comment,
-            )
+            assert found[name].score == expected[name].value, (name, found[name].comment)
             assert found[name].extra is None
             assert "warning" not in (found[name].comment or "")
         scored += found["mrr"].score is not None and found["mrr"].score > 0  # type: ignore[operator]
@@ -273,12 +313,7 @@ def test_judge_calls_are_children_of_the_evaluator_run_the_feedback_links() -> N
         mine = [p for p in judge.parents if p is not None and p.parent_run_id == source]
         assert sorted(p.name for p in mine) == sorted(
             f"judge:grader.{g}"
-            for g in [
-                "correctness",
-                "document_relevance",
-                "groundedness",
-                "helpfulness",
-            ]
+            for g in ["correctness", "document_relevance", "groundedness", "helpfulness"]
         )
         assert {p.run_type for p in mine} == {"llm"}
     assert links[0] != links[1]
@@ -307,10 +342,7 @@ def test_posted_runs_match_what_langsmith_posts_for_a_function_evaluator() -> No
     assert isinstance(a, EvaluationResult)
     assert isinstance(b, EvaluationResult)
     assert (a.key, a.source_run_id) == ("correctness", first)
-    assert (b.key, b.source_run_id) == (
-        "groundedness",
-        first,
-    )  # scored in the first run
+    assert (b.key, b.source_run_id) == ("groundedness", first)  # scored in the first run
     runs = {str(r["id"]): r for r in recorder.recorded_runs()}
     assert str(second) not in runs  # the second evaluator opened no empty run
     evaluator = runs[str(first)]
@@ -369,11 +401,7 @@ def test_aevaluate_links_feedback_and_judge_calls_the_same_way() -> None:
 
     async def main() -> list[dict[str, Any]]:
         results = await langsmith.aevaluate(
-            bot,
-            data=_graded(),
-            evaluators=evs,
-            upload_results=False,
-            client=offline_client(),
+            bot, data=_graded(), evaluators=evs, upload_results=False, client=offline_client()
         )
         return [row async for row in results]
 
@@ -405,11 +433,7 @@ def test_outside_any_trace_the_judge_is_called_as_it_is() -> None:
     suite = RagbridgeEvaluators(["groundedness"], judge=judge)
     assert isinstance(suite.scorer.settings.judge, TracedJudge)
     assert suite.scorer.settings.judge.model == "spy-judge"
-    target = {
-        "id": uuid.uuid4(),
-        "inputs": {"question": "q?"},
-        "outputs": {"answer": "Paris."},
-    }
+    target = {"id": uuid.uuid4(), "inputs": {"question": "q?"}, "outputs": {"answer": "Paris."}}
     scores = suite.scores({**target, "outputs": {**target["outputs"], "documents": ["Paris."]}})
     assert scores["groundedness"].value == 1.0
     assert scores["groundedness"].judge_model == "spy-judge"
@@ -421,9 +445,7 @@ def test_outside_any_trace_the_judge_is_called_as_it_is() -> None:
 
 def test_tutorial_preset_names_the_graders_after_the_tutorial() -> None:
     evs = evaluators(
-        [*GRADERS, "recall@2"],
-        judge=ScriptedJudge({"*": YES}),
-        keys="langsmith-tutorial",
+        [*GRADERS, "recall@2"], judge=ScriptedJudge({"*": YES}), keys="langsmith-tutorial"
     )
     assert [e.feedback_keys for e in evs] == [
         ["correctness"],
@@ -433,10 +455,7 @@ def test_tutorial_preset_names_the_graders_after_the_tutorial() -> None:
         ["recall@2"],  # not a tutorial grader: keeps its name
     ]
     rows = run_evaluate(
-        _plain_bot,
-        _graded(1),
-        evaluators=evs[:4],
-        summary_evaluators=summary_evaluators(evs[:4]),
+        _plain_bot, _graded(1), evaluators=evs[:4], summary_evaluators=summary_evaluators(evs[:4])
     )
     found = by_key(rows[0])
     assert {k: r.score for k, r in found.items()} == {
@@ -464,8 +483,7 @@ def test_tutorial_preset_maps_the_graded_measures_too() -> None:
 
 def test_bad_key_presets_and_clashes_fail_at_construction() -> None:
     with pytest.raises(
-        ValueError,
-        match=r"unknown keys preset 'tutorial' \(presets: langsmith-tutorial\)",
+        ValueError, match=r"unknown keys preset 'tutorial' \(presets: langsmith-tutorial\)"
     ):
         evaluators(["mrr"], keys="tutorial")
     with pytest.raises(
