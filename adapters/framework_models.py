@@ -87,7 +87,7 @@ def _unwrap_own(obj: Any, kind: Kind) -> Any:
     if kind == "judge" and names & {"DeepEvalJudge", "RagasJudge", "RagasInstructorJudge"}:
         ledger = getattr(obj, "_ledger", None)
         return getattr(ledger, "engine", None) or getattr(obj, "engine", None)
-    if kind == "embedder" and "RagasEmbedder" in names:
+    if kind == "embedder" and names & {"RagasEmbedder", "RagasModernEmbedder"}:
         return getattr(obj, "engine", None) or getattr(
             getattr(obj, "_ledger", None), "engine", None
         )

@@ -165,3 +165,12 @@ def test_an_openai_client_needs_a_model_name() -> None:
     assert isinstance(judge, OpenAIJudge)
     assert judge.model == "tiny"
     asyncio.run(client.close())
+
+
+def test_ragbridges_ragas_embedders_unwrap_to_their_engine() -> None:
+    from ragbridge.adapters.ragas import RagasEmbedder, RagasModernEmbedder
+    from ragbridge.core.engine import EmbeddingEngine
+
+    engine = EmbeddingEngine(HashEmbedder())
+    for wrapper in (RagasEmbedder, RagasModernEmbedder):
+        assert Settings(embedder=wrapper(engine)).embedder is engine
