@@ -16,6 +16,7 @@ recording `OfflineClient`; judges are scripted.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -438,6 +439,63 @@ def test_outside_any_trace_the_judge_is_called_as_it_is() -> None:
     assert scores["groundedness"].value == 1.0
     assert scores["groundedness"].judge_model == "spy-judge"
     assert judge.parents == [None]
+
+
+# ----------------------------------------------------------------------------- a raw chat model
+
+
+def _fake_grader(*explanations: str) -> Any:
+    """LangChain's own fake chat model as the grader, replying in the graders' JSON."""
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    replies = [
+        json.dumps({"explanation": e, "verdict": not e.startswith("no")}) for e in explanations
+    ]
+    return FakeListChatModel(responses=replies)
+
+
+def test_a_raw_langchain_chat_model_is_the_judge() -> None:
+    """``judge=FakeListChatModel(...)`` as a tutorial user writes it: handed to the core as
+    given (the core wraps it), scoring the tutorial's graders in a real experiment."""
+    said = ["the documents say Paris", "no, it dodges the question"]
+    model = _fake_grader(*said)
+    evs = evaluators(["groundedness", "helpfulness"], judge=model, max_retries=0)
+    judge = evs[0].suite.scorer.settings.judge
+    assert isinstance(judge, TracedJudge)
+    assert judge.judge.chat_model is model  # the very object given, inside the core's wrapper
+    (row,) = run_evaluate(_plain_bot, _graded(1), evaluators=evs)
+    found = by_key(row)
+    assert sorted(found) == ["groundedness", "helpfulness"]
+    # the replies are taken in call order, which the engine does not fix: match them by content
+    assert sorted(r.comment or "" for r in found.values()) == sorted(said)
+    for result in found.values():
+        assert result.score == (0.0 if (result.comment or "").startswith("no") else 1.0)
+        assert result.extra is None
+
+
+def test_a_raw_chat_model_traces_its_own_llm_run_under_the_judge_call() -> None:
+    """LangChain posts the model's llm run itself; the judge call around it is a chain run
+    without usage, so LangSmith counts the tokens once."""
+    evs = evaluators(["groundedness"], judge=_fake_grader("all backed"), max_retries=0)
+    target = RunTree(
+        name="rag_bot",
+        run_type="chain",
+        inputs={"question": "What is the capital of France?"},
+        outputs={"answer": "Paris.", "documents": [CORPUS["paris"]]},
+        ls_client=offline_client(),
+    )
+    recorder = offline_client()
+    evaluator_run_id = uuid.uuid4()
+    with run_helpers.tracing_context(project_name="evaluators", enabled=True, client=recorder):
+        result = evs[0].evaluate_run(target, None, evaluator_run_id=evaluator_run_id)
+    assert isinstance(result, EvaluationResult)
+    assert (result.score, result.source_run_id) == (1.0, evaluator_run_id)
+    runs = recorder.recorded_runs()
+    (call,) = [r for r in runs if r.get("parent_run_id") == evaluator_run_id]
+    assert (call["name"], call["run_type"]) == ("judge:grader.groundedness", "chain")
+    assert "usage_metadata" not in call["outputs"]
+    (llm,) = [r for r in runs if r.get("parent_run_id") == call["id"]]
+    assert (llm["name"], llm["run_type"]) == ("FakeListChatModel", "llm")
 
 
 # ----------------------------------------------------------------------------- feedback keys
