@@ -97,7 +97,8 @@ class IdMatch:
         if self.metadata_key is not None:
             return (
                 f"{text}, but the contexts' metadata[{self.metadata_key!r}] holds labelled ids: "
-                f"the ids and the labels name different things — {id_fix(self.metadata_key)}"
+                f"the ids and the labels name different things — "
+                f"{id_fix(self.metadata_key, llamaindex=self.llamaindex)}"
             )
         return f"{text}: a retrieval miss, or ids that name other things than the labels"
 
@@ -153,10 +154,16 @@ def id_fix(metadata_key: str | None, *, llamaindex: bool = False) -> str:
             "the labels name LlamaIndex documents while the context ids name nodes: "
             "pass use_ref_doc_id=True (the default) to run_query_engine / capture_retrievals"
         )
+    if metadata_key is not None and llamaindex:
+        return (
+            f"the labels name metadata[{metadata_key!r}] of the nodes: set each node's id from it "
+            f"(or each context's id), since LlamaIndex contexts carry node or document ids"
+        )
     if metadata_key is not None:
         return (
             f"pass id_key={metadata_key!r} to the LangChain adapter (run_pipeline, retrieve_only, "
-            f"capture_retrievals), or set each context's id from metadata[{metadata_key!r}]"
+            f"capture_retrievals) or to the LangSmith evaluators, or set each context's id from "
+            f"metadata[{metadata_key!r}]"
         )
     if llamaindex:
         return (
@@ -256,7 +263,8 @@ class IdCheck:
             f"id (e.g. retrieved {first.retrieved_example!r} vs labelled {first.label_example!r})"
         )
         if key is not None:
-            cause = f"the contexts' metadata[{key!r}] holds the labelled ids; {id_fix(key)}"
+            fix = id_fix(key, llamaindex=llamaindex)
+            cause = f"the contexts' metadata[{key!r}] holds the labelled ids; {fix}"
         elif random_ids and not llamaindex:
             cause = (
                 "the retrieved ids are random UUIDs, which is LangChain's Document.id (a fresh "

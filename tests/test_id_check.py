@@ -197,3 +197,13 @@ def test_ragbridge_eval_prints_the_warning_and_the_report_shows_it(
     page = report.read_text(encoding="utf-8")
     assert 'class="warnings"' in page
     assert "ranking measures: 3 of 3 labelled samples" in page
+
+
+def test_a_metadata_key_names_the_fix_of_the_framework_the_contexts_came_from() -> None:
+    from ragbridge.core.id_check import id_fix
+
+    assert "id_key='source'" in id_fix("source")
+    assert "LangSmith" in id_fix("source")
+    llamaindex = id_fix("file_name", llamaindex=True)
+    assert "LangChain" not in llamaindex
+    assert "node" in llamaindex
