@@ -79,8 +79,9 @@ Design decisions:
 * **Where the provenance goes.** ``comment`` is `explain(score)` (the reason and one line per
   claim / statement / context verdict); on ranking measures it ends with ``warning: ...`` lines
   once the run-level check finds retrieved ids that (almost) never match the labels
-  (`ragbridge.core.id_check`; also in ``evaluator_info["warnings"]`` and the summary comment).
-  Everything else (per-claim ``details``, provider, judge
+  (`ragbridge.core.id_check`; also in ``evaluator_info["warnings"]`` and the summary comment),
+  then a ``hint: ...`` line with the fix in these evaluators' terms (``id_key``; also in
+  ``evaluator_info["hint"]``). Everything else (per-claim ``details``, provider, judge
   model, prompt version, usage, latency, failure) is in ``evaluator_info``: in langsmith 0.14 that
   is the field ``_log_evaluation_feedback`` uploads (as the feedback's ``source_info``);
   ``EvaluationResult.metadata`` is not uploaded.
@@ -680,7 +681,7 @@ class RagbridgeEvaluators:
             self._scored_in.clear()
             self._id_misses.clear()
 
-    def claim(self, run: Any, evaluator_run_id: Any) -> Any:
+    def _claim(self, run: Any, evaluator_run_id: Any) -> Any:
         """The evaluator run that scores ``run`` for this set: ``evaluator_run_id`` when it is
         the first to ask, else the one that asked first (its run holds the judge calls)."""
         run_id = _get(run, "id")
@@ -689,7 +690,7 @@ class RagbridgeEvaluators:
         with self._lock:
             return self._scored_in.setdefault(str(run_id), evaluator_run_id)
 
-    def id_hint(self, text: str) -> str | None:
+    def _id_hint(self, text: str) -> str | None:
         """What to do here about ids that do not match the labels (``text`` names the cause).
 
         The core's message names the LangChain adapter's functions; with these evaluators the
@@ -742,7 +743,7 @@ class RagbridgeEvaluators:
             info["warnings"] = warnings
             lines.extend(f"warning: {w}" for w in warnings)
         if score.provider == "retrieval" and (warnings or score.failure is not None):
-            hint = self.id_hint("\n".join(lines))
+            hint = self._id_hint("\n".join(lines))
             if hint is not None:
                 info["hint"] = hint
                 lines.append(hint)
@@ -821,7 +822,7 @@ class RagbridgeRunEvaluator(RunEvaluator):
         """Score ``run`` in a traced evaluator run (``evaluator_run_id``, or a new id), as
         langsmith 0.14's ``DynamicRunEvaluator.evaluate_run`` does for a function evaluator."""
         run_id = evaluator_run_id if evaluator_run_id is not None else uuid.uuid4()
-        owner = self.suite.claim(run, run_id)
+        owner = self.suite._claim(run, run_id)
         if owner != run_id:  # another evaluator of the set scores this run: point at its run
             return self._results(self.suite.outcome(run, example), owner)
         with evaluator_run(self.__name__, run, example, run_id) as traced:
@@ -834,7 +835,7 @@ class RagbridgeRunEvaluator(RunEvaluator):
     ) -> EvaluationResult | EvaluationResults:
         """The async form of `evaluate_run`, awaited by ``langsmith.aevaluate``."""
         run_id = evaluator_run_id if evaluator_run_id is not None else uuid.uuid4()
-        owner = self.suite.claim(run, run_id)
+        owner = self.suite._claim(run, run_id)
         if owner != run_id:
             return self._results(await self.suite.aoutcome(run, example), owner)
         async with evaluator_run(self.__name__, run, example, run_id) as traced:
@@ -919,7 +920,7 @@ class RagbridgeSummaryEvaluator:
         if warnings:
             info["warnings"] = warnings
             counts += "".join(f"\nwarning: {w}" for w in warnings)
-            hint = self.suite.id_hint("\n".join(warnings))
+            hint = self.suite._id_hint("\n".join(warnings))
             if hint is not None:
                 info["hint"] = hint
                 counts += f"\n{hint}"

@@ -156,17 +156,20 @@ def carry_context(coro: Coroutine[Any, Any, T]) -> Coroutine[Any, Any, T]:
     return within()
 
 
+def _as_dict(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
 def evaluator_run(name: str, run: Any, example: Any, evaluator_run_id: Any) -> run_helpers.trace:
     """The evaluator's own run, opened like langsmith's ``DynamicRunEvaluator`` opens it."""
     metadata: dict[str, Any] = {"target_run_id": _get(run, "id")}
     session = _get(run, "session_id")
     if session:
         metadata["experiment"] = str(session)
-    outputs = _get(example, "outputs") if example is not None else None
     inputs = {
-        "inputs": dict(_get(example, "inputs") or {}) if example is not None else {},
-        "outputs": dict(_get(run, "outputs") or {}),
-        "reference_outputs": dict(outputs) if isinstance(outputs, Mapping) else {},
+        "inputs": _as_dict(_get(example, "inputs") if example is not None else None),
+        "outputs": _as_dict(_get(run, "outputs")),
+        "reference_outputs": _as_dict(_get(example, "outputs") if example is not None else None),
     }
     return run_helpers.trace(
         name=name, run_type="chain", inputs=inputs, run_id=evaluator_run_id, metadata=metadata
