@@ -44,7 +44,18 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["MODEL_FILES", "BertConfig", "SentenceEncoder", "erf", "gelu", "read_safetensors"]
+__all__ = [
+    "MODEL_FILES",
+    "BertConfig",
+    "BertWeights",
+    "LayerWeights",
+    "SentenceEncoder",
+    "convert_weights",
+    "erf",
+    "gelu",
+    "mean_pool",
+    "read_safetensors",
+]
 
 F32 = npt.NDArray[np.float32]
 
@@ -235,7 +246,7 @@ class BertConfig:
 
 
 @dataclass(frozen=True)
-class _Layer:
+class LayerWeights:
     """One encoder layer's weights, float32, matrices transposed to (in, out) for ``x @ w``."""
 
     qkv: F32  # (hidden, 3 hidden): query (pre-scaled by 1/sqrt(head size)), key, value
@@ -248,6 +259,86 @@ class _Layer:
     down: F32
     down_bias: F32
     norm2: tuple[F32, F32]
+
+
+@dataclass(frozen=True)
+class BertWeights:
+    """All weights of the encoder, float32, in the layout `convert_weights` describes."""
+
+    words: F32  # (vocabulary, hidden)
+    positions: F32  # (max positions, hidden), token type 0 added in
+    embedding_norm: tuple[F32, F32]
+    layers: tuple[LayerWeights, ...]
+
+
+def convert_weights(
+    raw: dict[str, npt.NDArray[Any]], config: BertConfig, source: Path
+) -> BertWeights:
+    """Convert a BERT checkpoint to float32 once, transpose the matrices, fuse q/k/v.
+
+    Every backend that runs the vendored weights starts from this one conversion, so they all
+    compute with the same float32 numbers: the query, key and value projections become one
+    (hidden, 3 hidden) matrix, the attention scale 1/sqrt(head size) is folded into the query
+    weights, and token type 0 (every text is a single segment) is folded into the position
+    table. ``source`` names the file in errors. Accepts names with or without ``bert.``.
+    """
+    prefix = "bert." if "bert.embeddings.word_embeddings.weight" in raw else ""
+
+    def get(name: str) -> F32:
+        key = prefix + name
+        if key not in raw:
+            raise ValueError(f"{source} has no tensor {key}")
+        return np.ascontiguousarray(raw[key], dtype=np.float32)
+
+    def linear(name: str) -> tuple[F32, F32]:
+        return np.ascontiguousarray(get(f"{name}.weight").T), get(f"{name}.bias")
+
+    positions = get("embeddings.position_embeddings.weight")
+    scale = np.float32(1 / math.sqrt(config.hidden_size // config.num_heads))
+    layers = []
+    for i in range(config.num_layers):
+        at = f"encoder.layer.{i}"
+        q, q_bias = linear(f"{at}.attention.self.query")
+        k, k_bias = linear(f"{at}.attention.self.key")
+        v, v_bias = linear(f"{at}.attention.self.value")
+        out, out_bias = linear(f"{at}.attention.output.dense")
+        up, up_bias = linear(f"{at}.intermediate.dense")
+        down, down_bias = linear(f"{at}.output.dense")
+        layers.append(
+            LayerWeights(
+                qkv=np.ascontiguousarray(np.concatenate([q * scale, k, v], axis=1)),
+                qkv_bias=np.concatenate([q_bias * scale, k_bias, v_bias]),
+                out=out,
+                out_bias=out_bias,
+                norm1=(
+                    get(f"{at}.attention.output.LayerNorm.weight"),
+                    get(f"{at}.attention.output.LayerNorm.bias"),
+                ),
+                up=up,
+                up_bias=up_bias,
+                down=down,
+                down_bias=down_bias,
+                norm2=(
+                    get(f"{at}.output.LayerNorm.weight"),
+                    get(f"{at}.output.LayerNorm.bias"),
+                ),
+            )
+        )
+    return BertWeights(
+        words=get("embeddings.word_embeddings.weight"),
+        positions=positions + get("embeddings.token_type_embeddings.weight")[0],
+        embedding_norm=(get("embeddings.LayerNorm.weight"), get("embeddings.LayerNorm.bias")),
+        layers=tuple(layers),
+    )
+
+
+def mean_pool(tokens: F32, mask: F32) -> F32:
+    """Mean of the token vectors over the attention mask: (batch, tokens, hidden) -> (batch,
+    hidden), as sentence-transformers' ``Pooling`` (mean tokens, count clamped at 1e-9)."""
+    summed = np.einsum("bth,bt->bh", tokens, mask)
+    counts = np.maximum(mask.sum(axis=1, keepdims=True), np.float32(1e-9))
+    pooled: F32 = summed / counts
+    return pooled
 
 
 def _affine(x: F32, weight: F32, bias: F32) -> F32:
@@ -276,6 +367,11 @@ class SentenceEncoder:
     does not implement. Not thread-safe: `encode` from one thread at a time (the tokenizer
     is not safe to share between threads either).
     """
+
+    max_batch_tokens: int | None = None
+    """At most this many tokens (padding included) per forward pass, whatever ``batch_size``
+    says; None: no limit but the attention scores' (``_MAX_SCORES``). A subclass whose engine
+    runs faster on smaller batches sets it (`._bert_onnx`)."""
 
     def __init__(self, folder: Path) -> None:
         for name in MODEL_FILES:
@@ -313,58 +409,9 @@ class SentenceEncoder:
         return tokenizer
 
     def _load_weights(self, raw: dict[str, npt.NDArray[Any]]) -> None:
-        """Convert to float32 once, transpose the matrices, fuse the q/k/v projections."""
-        prefix = "bert." if "bert.embeddings.word_embeddings.weight" in raw else ""
-
-        def get(name: str) -> F32:
-            key = prefix + name
-            if key not in raw:
-                raise ValueError(f"{self.folder / 'model.safetensors'} has no tensor {key}")
-            return np.ascontiguousarray(raw[key], dtype=np.float32)
-
-        def linear(name: str) -> tuple[F32, F32]:
-            return np.ascontiguousarray(get(f"{name}.weight").T), get(f"{name}.bias")
-
-        config = self.config
-        self._words = get("embeddings.word_embeddings.weight")
-        positions = get("embeddings.position_embeddings.weight")
-        # Token type 0 for every token (single texts): fold it into the position table.
-        self._positions = positions + get("embeddings.token_type_embeddings.weight")[0]
-        self._embedding_norm = (
-            get("embeddings.LayerNorm.weight"),
-            get("embeddings.LayerNorm.bias"),
-        )
-        scale = np.float32(1 / math.sqrt(config.hidden_size // config.num_heads))
-        layers = []
-        for i in range(config.num_layers):
-            at = f"encoder.layer.{i}"
-            q, q_bias = linear(f"{at}.attention.self.query")
-            k, k_bias = linear(f"{at}.attention.self.key")
-            v, v_bias = linear(f"{at}.attention.self.value")
-            out, out_bias = linear(f"{at}.attention.output.dense")
-            up, up_bias = linear(f"{at}.intermediate.dense")
-            down, down_bias = linear(f"{at}.output.dense")
-            layers.append(
-                _Layer(
-                    qkv=np.ascontiguousarray(np.concatenate([q * scale, k, v], axis=1)),
-                    qkv_bias=np.concatenate([q_bias * scale, k_bias, v_bias]),
-                    out=out,
-                    out_bias=out_bias,
-                    norm1=(
-                        get(f"{at}.attention.output.LayerNorm.weight"),
-                        get(f"{at}.attention.output.LayerNorm.bias"),
-                    ),
-                    up=up,
-                    up_bias=up_bias,
-                    down=down,
-                    down_bias=down_bias,
-                    norm2=(
-                        get(f"{at}.output.LayerNorm.weight"),
-                        get(f"{at}.output.LayerNorm.bias"),
-                    ),
-                )
-            )
-        self._layers = layers
+        """Keep the float32 weights for `_forward` (`convert_weights`); subclasses that run the
+        model elsewhere override this and `_forward`."""
+        self._weights = convert_weights(raw, self.config, self.folder / "model.safetensors")
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids per text, ``[CLS] ... [SEP]``, truncated to ``max_seq_length``."""
@@ -375,7 +422,8 @@ class SentenceEncoder:
         """One float32 row per text, in order: mean-pooled, unit length if ``normalize``.
 
         Texts are sorted by token count and cut into batches of at most ``batch_size`` (fewer
-        for long texts, see ``_MAX_SCORES``), each padded to its own longest text.
+        for long texts, see ``_MAX_SCORES`` and ``max_batch_tokens``), each padded to its own
+        longest text.
         """
         ids = self.tokenize(texts)
         result = np.empty((len(ids), self.dimension), dtype=np.float32)
@@ -386,6 +434,8 @@ class SentenceEncoder:
         while start < len(order):
             longest_allowed = int(lengths[order[min(start + batch_size, len(order)) - 1]])
             fit = max(1, _MAX_SCORES // (heads * longest_allowed * longest_allowed))
+            if self.max_batch_tokens is not None:
+                fit = min(fit, max(1, self.max_batch_tokens // longest_allowed))
             chosen = order[start : start + min(batch_size, fit)]
             width = int(lengths[chosen[-1]])  # sorted: the last is the longest
             batch = np.zeros((len(chosen), width), dtype=np.int64)
@@ -408,11 +458,12 @@ class SentenceEncoder:
         hidden, heads = config.hidden_size, config.num_heads
         head_size = hidden // heads
         eps = config.layer_norm_eps
-        x = self._words[ids.reshape(-1)]
-        x += np.tile(self._positions[:width], (batch, 1))
-        _layer_norm(x, *self._embedding_norm, eps)
+        weights = self._weights
+        x = weights.words[ids.reshape(-1)]
+        x += np.tile(weights.positions[:width], (batch, 1))
+        _layer_norm(x, *weights.embedding_norm, eps)
         key_bias = ((1 - mask) * _MASKED)[:, None, None, :]  # (batch, 1, 1, keys)
-        for layer in self._layers:
+        for layer in weights.layers:
             qkv = _affine(x, layer.qkv, layer.qkv_bias)
             # (batch*tokens, 3*hidden) -> q, v: (batch, heads, tokens, head_size), k transposed:
             # (batch, heads, head_size, tokens). Contiguous copies: a batched matmul over
@@ -434,8 +485,4 @@ class SentenceEncoder:
             outer = _affine(inner, layer.down, layer.down_bias)
             outer += x
             x = _layer_norm(outer, *layer.norm2, eps)
-        tokens = x.reshape(batch, width, hidden)
-        summed = np.einsum("bth,bt->bh", tokens, mask)
-        counts = np.maximum(mask.sum(axis=1, keepdims=True), np.float32(1e-9))
-        pooled: F32 = summed / counts
-        return pooled
+        return mean_pool(x.reshape(batch, width, hidden), mask)
