@@ -1,12 +1,14 @@
 """`LocalEmbedder` against the real all-MiniLM-L6-v2, with the network forbidden.
 
-The default (numpy) backend runs the float16 copy shipped with ragbridge; the module is
-skipped as a whole when its ``local`` extra (tokenizers) is not installed. Tests of the torch
-backend (sentence-transformers, the ``local-torch`` extra) are skipped one by one without it.
+The default backend (onnx when onnxruntime and onnx are installed, else numpy) runs the float16
+copy shipped with ragbridge; the module is skipped as a whole when tokenizers, which both need,
+is not installed. Tests of the onnx backend (the rest of the ``local`` extra) and of the torch
+backend (sentence-transformers, the ``local-torch`` extra) are skipped one by one without them.
 The checks use ``find_spec`` rather than ``pytest.importorskip`` so that collecting the suite
 does not import torch (seconds) and huggingface_hub is first imported inside a test, after the
 offline variables are set. The import-fence tests run in subprocesses, since this process may
-have torch loaded by then. The forward pass itself is tested in test_numpy_embedder.py.
+have torch loaded by then. The forward passes themselves are tested in test_numpy_embedder.py
+and test_onnx_embedder.py.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from ragbridge.adapters.local import (
     NUMPY_MODEL,
     LocalEmbedder,
     LocalModelNotFoundError,
+    default_backend,
 )
 from ragbridge.core.cache import Cache
 from ragbridge.core.engine import EmbeddingEngine
@@ -51,6 +54,7 @@ needs_torch = pytest.mark.skipif(
     not HAS_TORCH,
     reason='the torch backend is not installed (pip install "ragbridge[local-torch]")',
 )
+HAS_ONNX = all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "onnx"))
 
 SENTENCES = [
     "The cat sat on the warm mat by the fireplace.",
@@ -91,8 +95,22 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
 
 @pytest.fixture(scope="module")
 def embedder() -> LocalEmbedder:
-    """One default (numpy) embedder for the module; it loads on its first embed, in a test."""
+    """One default (onnx, or numpy) embedder for the module; it loads on its first embed."""
     return LocalEmbedder()
+
+
+@pytest.fixture(scope="module")
+def numpy_embedder() -> LocalEmbedder:
+    """The default model on the numpy backend, whatever else is installed."""
+    return LocalEmbedder(backend="numpy")
+
+
+@pytest.fixture(scope="module")
+def onnx_embedder() -> LocalEmbedder:
+    """The default model on the onnx backend (skipped without onnxruntime and onnx)."""
+    if not HAS_ONNX:
+        pytest.skip('the onnx backend is not installed (pip install "ragbridge[local]")')
+    return LocalEmbedder(backend="onnx")
 
 
 @pytest.fixture(scope="module")
@@ -133,14 +151,17 @@ class CountingEmbedder:
 # -- the vectors --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("backend", ["onnx", "numpy", "torch"])
 def test_default_model_gives_384_dim_unit_python_floats(
     backend: str, request: pytest.FixtureRequest
 ) -> None:
-    embedder = request.getfixturevalue("embedder" if backend == "numpy" else "torch_embedder")
+    embedder = request.getfixturevalue(f"{backend}_embedder")
     vectors = asyncio.run(embedder.embed(SENTENCES[:3]))
     assert embedder.backend == backend
-    assert embedder.model == {"numpy": NUMPY_MODEL, "torch": DEFAULT_MODEL}[backend]
+    assert (
+        embedder.model
+        == {"onnx": NUMPY_MODEL, "numpy": NUMPY_MODEL, "torch": DEFAULT_MODEL}[backend]
+    )
     assert isinstance(embedder, Embedder)
     assert len(vectors) == 3
     for vector in vectors:
@@ -192,11 +213,14 @@ def test_batch_size_must_be_positive_int(bad: Any) -> None:
 def test_model_names_for_cache_keys() -> None:
     assert DEFAULT_MODEL == "all-MiniLM-L6-v2"
     assert NUMPY_MODEL == "all-MiniLM-L6-v2:fp16"
+    assert default_backend() == ("onnx" if HAS_ONNX else "numpy")
     for alias in (None, DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}", NUMPY_MODEL):
         named = LocalEmbedder(alias)
-        assert (named.model, named.backend) == (NUMPY_MODEL, "numpy")
+        assert (named.model, named.backend) == (NUMPY_MODEL, default_backend())
+        # the onnx and numpy backends share the name: their vectors differ by float noise only
+        assert LocalEmbedder(alias, backend="numpy").model == NUMPY_MODEL
     assert LocalEmbedder(normalize=False).model == f"{NUMPY_MODEL}:unnormalized"
-    assert "backend='numpy'" in repr(LocalEmbedder())
+    assert f"backend={default_backend()!r}" in repr(LocalEmbedder())
 
 
 @needs_torch
@@ -225,7 +249,9 @@ def test_torch_backend_keeps_the_name_its_vectors_always_had(
     ("kwargs", "message"),
     [
         ({"model": "some/other-model", "backend": "numpy"}, "numpy backend runs only"),
+        ({"model": "some/other-model", "backend": "onnx"}, "onnx backend runs only"),
         ({"device": "cuda"}, "on the CPU only"),
+        ({"device": "cuda", "backend": "numpy"}, "numpy backend runs on the CPU only"),
         ({"backend": "jax"}, "backend must be one of"),
         ({"model": NUMPY_MODEL, "backend": "torch"}, "float16 weights"),
     ],
@@ -285,16 +311,23 @@ def test_concurrent_embeds_are_safe_and_keep_the_loop_free(embedder: LocalEmbedd
     assert ticks >= 3, "the event loop was blocked while embedding"
 
 
-@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("backend", ["onnx", "numpy", "torch"])
 def test_model_loads_once_under_concurrent_first_use(
     backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if backend == "torch" and not HAS_TORCH:
         pytest.skip("needs the local-torch extra")
+    if backend == "onnx" and not HAS_ONNX:
+        pytest.skip("needs onnxruntime and onnx (the local extra)")
+    module: Any
     if backend == "numpy":
         from ragbridge.adapters import _bert_numpy as module
 
         attribute = "SentenceEncoder"
+    elif backend == "onnx":
+        from ragbridge.adapters import _bert_onnx as module
+
+        attribute = "OnnxSentenceEncoder"
     else:
         module = importlib.import_module("sentence_transformers")
         attribute = "SentenceTransformer"
@@ -394,16 +427,18 @@ def run_python(code: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("backend", ["onnx", "numpy", "torch"])
 def test_importing_the_module_does_not_import_torch(backend: str) -> None:
     if backend == "torch" and not HAS_TORCH:
         pytest.skip("needs the local-torch extra")
+    if backend == "onnx" and not HAS_ONNX:
+        pytest.skip("needs onnxruntime and onnx (the local extra)")
     done = run_python(
         "import sys\n"
         "import ragbridge.adapters.local as m\n"
         f"m.LocalEmbedder(backend={backend!r})\n"  # constructing is cheap too
         "heavy = [n for n in ('torch', 'sentence_transformers', 'transformers',"
-        " 'huggingface_hub', 'tokenizers') if n in sys.modules]\n"
+        " 'huggingface_hub', 'tokenizers', 'onnx', 'onnxruntime') if n in sys.modules]\n"
         "assert not heavy, heavy\n"
         "print('ok')\n"
     )
@@ -431,7 +466,8 @@ LOCAL_TORCH = 'pip install "ragbridge[local-torch]"'
 @pytest.mark.parametrize(
     ("setup", "action", "hint"),
     [
-        # tokenizers missing: the default (numpy) embedder fails at construction
+        # tokenizers missing: the default embedder (numpy, as onnx needs it too) fails at
+        # construction
         ('sys.modules["tokenizers"] = None', "LocalEmbedder()", LOCAL),
         # ... or, disappearing between construction and first embed, at the embed
         (

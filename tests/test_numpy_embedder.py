@@ -1,6 +1,7 @@
-"""The numpy forward pass of all-MiniLM-L6-v2 (`ragbridge.adapters._bert_numpy`), the default
-`LocalEmbedder` backend: its GELU, its fidelity to sentence-transformers, padding, truncation,
-the vendored files, and that it never needs torch.
+"""The numpy forward pass of all-MiniLM-L6-v2 (`ragbridge.adapters._bert_numpy`), the
+`LocalEmbedder` backend when onnxruntime is not installed (and the reference of the onnx
+backend): its GELU, its fidelity to sentence-transformers, padding, truncation, the vendored
+files, and that it never needs torch.
 
 Needs the ``local`` extra (``tokenizers``); the comparisons with sentence-transformers also need
 the ``local-torch`` extra and are skipped, saying so, without it. The suite's conftest blocks
@@ -236,7 +237,7 @@ def test_a_missing_vendored_file_is_a_local_model_not_found_error(
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).symlink_to(VENDORED / name)
     monkeypatch.setattr(local, "_VENDORED_MODEL", folder)
-    embedder = LocalEmbedder()
+    embedder = LocalEmbedder(backend="numpy")
     with pytest.raises(LocalModelNotFoundError) as info:
         asyncio.run(embedder.embed(["hello"]))
     assert str(folder / missing) in str(info.value)
@@ -274,9 +275,9 @@ NO_TORCH = """
 import asyncio, json, sys
 from ragbridge.adapters.local import LocalEmbedder
 assert "tokenizers" not in sys.modules  # imported on the first embed, not before
-embedder = LocalEmbedder()
+embedder = LocalEmbedder(backend="numpy")
 vectors = asyncio.run(embedder.embed(["one text", "and another, a little longer"]))
-heavy = ("torch", "sentence_transformers", "transformers", "safetensors")
+heavy = ("torch", "sentence_transformers", "transformers", "safetensors", "onnx", "onnxruntime")
 loaded = [m for m in heavy if m in sys.modules]
 tokenized = "tokenizers" in sys.modules
 print(json.dumps({"heavy": loaded, "dim": len(vectors[0]), "tokenizers": tokenized}))
