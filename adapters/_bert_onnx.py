@@ -7,9 +7,10 @@ quarter of an encode. ONNX Runtime runs the whole graph in C++ on its own thread
 bias add and the erf GELU into one kernel (``BiasGelu``) and does the matrix products with its
 own MLAS kernels. Measured on 2 cores (``benchmarks/embedder_fidelity.py``): ~1.65x the numpy
 forward pass's sentences per second, as many as sentence-transformers on torch for short
-sentences and ~15% more for ~120-word texts; in ``benchmarks/offline_speed.py`` (``evaluate``
-with the four offline metrics) 29 samples/s cold against numpy's 18 and torch's 25. The
-wheels (onnxruntime and onnx) take ~115 MB instead of torch's ~2 GB; the load takes ~0.3 s.
+sentences and 7-15% more for ~120-word texts; in ``benchmarks/offline_speed.py`` (``evaluate``
+with the four offline metrics, where the encode shares the CPU with the metrics' own Python
+code) 29 samples/s cold against numpy's 18 and torch's 25. The wheels (onnxruntime and onnx)
+take ~115 MB instead of torch's ~2 GB; the load takes ~0.3 s instead of torch's ~4 s.
 
 No ONNX file ships with ragbridge and none exists on the package index for this model: the
 graph is built here, in memory, at load time, with the ``onnx`` package's helpers, from the same

