@@ -120,7 +120,7 @@ def test_a_judge_without_embedder_gets_the_local_embedder_as_help_says() -> None
     metrics = [by_name("answer_relevance")]  # the judge version: it embeds questions
     embedder = embedder_for(None, None, metrics)
     assert isinstance(embedder, LocalEmbedder)  # built lazily: no model is loaded here
-    assert embedder.model == NUMPY_MODEL  # all-MiniLM-L6-v2 on the default (numpy) backend
+    assert embedder.model == NUMPY_MODEL  # all-MiniLM-L6-v2 on the default backend
     assert embedder_for(None, None, [by_name("faithfulness")]) is None  # no metric needs one
 
 
