@@ -174,3 +174,20 @@ def test_ragbridges_ragas_embedders_unwrap_to_their_engine() -> None:
     engine = EmbeddingEngine(HashEmbedder())
     for wrapper in (RagasEmbedder, RagasModernEmbedder):
         assert Settings(embedder=wrapper(engine)).embedder is engine
+
+
+def test_a_package_can_register_a_wrapper_for_its_own_models() -> None:
+    from ragbridge.core.framework_models import register_wrapper
+
+    class TheirModel:  # a model of a framework ragbridge does not know
+        name = "theirs"
+
+    def wrap(obj: Any, kind: str) -> Any:
+        if kind == "judge" and isinstance(obj, TheirModel):
+            return _Plain()
+        return None
+
+    with pytest.raises(TypeError, match="no installed adapter wraps it"):
+        Settings(judge=TheirModel())
+    register_wrapper(wrap)
+    assert isinstance(Settings(judge=TheirModel()).judge, _Plain)
