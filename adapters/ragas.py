@@ -154,6 +154,7 @@ __all__ = [
     "RagasResult",
     "RagbridgeMetric",
     "RagbridgeScoreError",
+    "RagbridgeSkipped",
     "aevaluate",
     "embedder_from_ragas",
     "evaluate",
@@ -1078,7 +1079,6 @@ _COLUMN_OF = {
 }
 _ROW_ID = "ragas-row"
 _SCORERS_KEPT = 8
-_log = logging.getLogger(__name__)
 
 
 class RagbridgeScoreError(RuntimeError):
@@ -1094,6 +1094,21 @@ class RagbridgeScoreError(RuntimeError):
         super().__init__(f"ragbridge {metric} failed ({failure.kind.value}): {failure.message}")
         self.score = score
         self.failure = failure
+
+
+class RagbridgeSkipped(RuntimeError):
+    """A ragbridge metric does not apply to a RAGAS row (e.g. an abstaining answer has no
+    claims to check); ``score`` holds the skip and its reason.
+
+    Raised rather than returning NaN: RAGAS's metric protocol has no "no value", so the cell is
+    RAGAS's own NaN, written by its executor next to a log line that gives the reason (with
+    ``raise_exceptions=True`` RAGAS stops, as on any row it cannot score); this module's
+    `evaluate` keeps the skip as a skip, not a failure.
+    """
+
+    def __init__(self, metric: str, score: Score) -> None:
+        super().__init__(f"ragbridge {metric} skipped a row: {score.reason}")
+        self.score = score
 
 
 class _Group:
@@ -1191,8 +1206,8 @@ class RagbridgeMetric(SingleTurnMetric):
 
     **Results.** A value is returned as is. A typed failure raises `RagbridgeScoreError` —
     RAGAS logs it and records NaN, as for its own metrics — and a skip (the measure does not
-    apply, e.g. an abstaining answer) records NaN with a logged reason. `evaluate` in this
-    module keeps both next to RAGAS's result.
+    apply, e.g. an abstaining answer) raises `RagbridgeSkipped`, logged with its reason.
+    `evaluate` in this module keeps both next to RAGAS's result.
 
     Several metrics made by one `ragbridge_metrics` call share a judge engine and each row's
     sub-results. RAGAS's ``metric.name`` (the result column) can be set freely.
@@ -1271,8 +1286,7 @@ class RagbridgeMetric(SingleTurnMetric):
             return score.value
         if score.failure is not None:
             raise RagbridgeScoreError(self.name, score)
-        _log.warning("ragbridge %s skipped a row (RAGAS records NaN): %s", self.name, score.reason)
-        return math.nan
+        raise RagbridgeSkipped(self.name, score)
 
 
 class _WithLLM(RagbridgeMetric, MetricWithLLM):
