@@ -274,8 +274,10 @@ def test_labels_naming_nothing_warn_once_for_the_dataset(
     ours = RagbridgeRetrieverEvaluator.from_metric_names(["hit_rate"], retriever=retriever)
     with pytest.warns(IdMismatchWarning) as caught:
         results = ours.evaluate_dataset(wrong)
-    assert len(caught) == 1
-    line = str(caught[0].message)
+    # only ours: pytest.warns records every warning, and LlamaIndex's own depend on test order
+    mismatches = [w for w in caught if issubclass(w.category, IdMismatchWarning)]
+    assert len(mismatches) == 1
+    line = str(mismatches[0].message)
     assert line.startswith("ranking measures: 10 of 10 queries retrieved no labelled id")
     assert "compares node ids" in line
     assert "use_ref_doc_id=True" in line

@@ -42,7 +42,7 @@ Why it looks the way it does:
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -588,11 +588,28 @@ class LiveScoring(BackgroundScoring):
         sample_id = self.admit(tags.get(self.id_tag) if self.id_tag else None)
         if sample_id is None:
             return
+        self._score_read(
+            sample_id,
+            _safe_query(event),
+            root,
+            lambda: self._sample_of(sample_id, event, root, tags, retrievals),
+            "the query",
+        )
+
+    def _score_read(
+        self,
+        sample_id: str,
+        question: str,
+        root: str,
+        read: Callable[[], tuple[Sample, str | None]],
+        what: str,
+    ) -> None:
+        """Submit what ``read`` builds; settle a skip, or an unreadable reply as a failure."""
         try:
-            sample, skip = self._sample_of(sample_id, event, root, tags, retrievals)
+            sample, skip = read()
         except Exception as exc:
-            sample = Sample(id=sample_id, question=_safe_query(event), metadata={"span_id": root})
-            message = f"could not read the query: {type(exc).__name__}: {exc}"
+            sample = Sample(id=sample_id, question=question, metadata={"span_id": root})
+            message = f"could not read {what}: {type(exc).__name__}: {exc}"
             failure = Score.fail(FailureKind.INVALID_INPUT, message)
             self.settle(sample, dict.fromkeys(self.scorer.names, failure))
             return
@@ -627,7 +644,8 @@ class LiveScoring(BackgroundScoring):
         queries = list(dict.fromkeys(r.query for r in retrievals))
         if queries and queries != [question]:
             meta["retrieval_query"] = queries[-1]
-        try:
+
+        def read() -> tuple[Sample, str | None]:
             answer: str | None = None
             skip: str | None = None
             try:
@@ -644,16 +662,9 @@ class LiveScoring(BackgroundScoring):
             sample = Sample(
                 id=sample_id, question=question, answer=answer, contexts=contexts, metadata=meta
             )
-        except Exception as exc:
-            sample = Sample(id=sample_id, question=question, metadata={"span_id": root})
-            message_ = f"could not read the chat reply: {type(exc).__name__}: {exc}"
-            failure = Score.fail(FailureKind.INVALID_INPUT, message_)
-            self.settle(sample, dict.fromkeys(self.scorer.names, failure))
-            return
-        if skip is not None:
-            self.settle(sample, {n: Score.skip(skip) for n in self.scorer.names})
-            return
-        self.submit(sample)
+            return sample, skip
+
+        self._score_read(sample_id, question, root, read, "the chat reply")
 
     def _sample_of(
         self,
