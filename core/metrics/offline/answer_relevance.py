@@ -25,6 +25,7 @@ knowledge, like a refund offered to "What if these shoes don't fit?") are in `RE
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -99,6 +100,21 @@ def relevance_probability(features: tuple[float, ...]) -> float:
     return 1.0 / (1.0 + math.exp(-logit))
 
 
+_KIND_VECTORS: dict[str, np.ndarray[Any, np.dtype[np.float64]]] = {}
+
+
+async def _kind_vectors(ctx: MetricContext) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """`ANSWER_TYPES` embedded once per embedding model, not once per sample: 40 extra texts
+    per question that names a kind, on the hot path of a cold run without a cache. Keyed by
+    the model name, the same identity the embedding cache trusts."""
+    assert ctx.embedder is not None
+    model = ctx.embedder.model
+    found = _KIND_VECTORS.get(model)
+    if found is None:
+        found = _KIND_VECTORS[model] = await embed(ctx, list(ANSWER_TYPES))
+    return found
+
+
 @register_provider(
     "answer_relevance",
     "offline",
@@ -119,16 +135,15 @@ async def score_answer_relevance(metric: Metric, sample: Sample, ctx: MetricCont
     # faithfulness embeds (so they come from the cache or the same batch), and short inputs
     # keep the model from padding every text in a batch to the longest answer.
     parts = sentences(answer) or [answer]
-    kinds = [head, *ANSWER_TYPES] if head is not None else []
-    vectors = await embed(ctx, [sample.question, *parts, *kinds])
+    heads = [head] if head is not None else []
+    vectors = await embed(ctx, [sample.question, *parts, *heads])
     mean = vectors[1 : 1 + len(parts)].mean(axis=0)
     mean = mean / (float(np.linalg.norm(mean)) or 1.0)
     cosine = float(vectors[0] @ mean)
     head_similarity = type_similarity = None
     if head is not None:
-        kind_vectors = vectors[1 + len(parts) :]
-        head_similarity = float(kind_vectors[0] @ mean)
-        type_similarity = float((kind_vectors[1:] @ mean).mean())
+        head_similarity = float(vectors[-1] @ mean)
+        type_similarity = float((await _kind_vectors(ctx) @ mean).mean())
     features = relevance_features(sample.question, answer, cosine, head_similarity, type_similarity)
     value = relevance_probability(features)
     named = dict(zip(RELEVANCE_FEATURES, (round(f, 4) for f in features), strict=True))
