@@ -35,6 +35,8 @@ HEAVY = (
 """Packages the parser must not load: each costs tens of milliseconds or more to import."""
 
 SUBCOMMANDS = (
+    "agreement",
+    "annotate",
     "cache",
     "compare",
     "demo",
@@ -45,6 +47,8 @@ SUBCOMMANDS = (
     "export",
     "gate",
     "metrics",
+    "split",
+    "testset",
     "trec",
 )
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli import console, repeat_command, split_command
 from ragbridge.adapters.cli.errors import EXIT_ABORTED, EXIT_OK, EXIT_USAGE, UserError
 from ragbridge.adapters.cli.options import (
     DEFAULT_METRICS,
@@ -72,6 +72,8 @@ def register(sub: Any) -> None:
     ev.add_argument("data", metavar="DATA.jsonl", help="ragbridge samples, one JSON per line")
     _outputs(ev)
     add_scoring_options(ev)
+    split_command.add_heldout_options(ev)
+    repeat_command.add_repeat_option(ev)
     ev.set_defaults(handler=run_eval)
 
     run: argparse.ArgumentParser = sub.add_parser(
@@ -186,14 +188,19 @@ def score(
     total: int,
     *,
     on_result: OnResult | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> Evaluation:
-    """Run the metrics; with ``on_result`` the cells go there and are not kept."""
+    """Run the metrics; with ``on_result`` the cells go there and are not kept.
+
+    ``metadata`` is added to the run's own (e.g. the held-out check of the input file), so it
+    reaches the results file's header.
+    """
     from ragbridge.core.runner import evaluate
 
     if plan.note:
         console.note(plan.note)
     with progress("scoring", total) as advance:
-        return evaluate(
+        evaluation = evaluate(
             samples,
             plan.metrics,
             **settings_from(args, judge=plan.judge, embedder=plan.embedder, nli=plan.nli),
@@ -201,6 +208,8 @@ def score(
             on_result=on_result,
             keep=on_result is None,
         )
+    evaluation.metadata.update(metadata or {})
+    return evaluation
 
 
 # --------------------------------------------------------------------------- 3. finish
@@ -313,8 +322,12 @@ def run_eval(args: argparse.Namespace) -> int:
     warning = own_answers_warning(plan.judge.model, scan.own_answers) if plan.judge else None
     if warning:
         console.note(warning)
+    heldout = split_command.check_heldout(args, data)
+    metadata = {"heldout": heldout} if heldout else {}
+    if args.repeat > 1:
+        return repeat_command.run_repeated(args, plan, data, scan.count, metadata)
     if args.report:  # the report needs every cell at hand
-        evaluation = score(args, plan, load_samples(data), scan.count)
+        evaluation = score(args, plan, load_samples(data), scan.count, metadata=metadata)
         return finish(
             args,
             evaluation,
@@ -322,10 +335,12 @@ def run_eval(args: argparse.Namespace) -> int:
             samples=lambda: load_samples(data),
             command="eval",
         )
-    return _stream_eval(args, plan, data, scan.count)
+    return _stream_eval(args, plan, data, scan.count, metadata)
 
 
-def _stream_eval(args: argparse.Namespace, plan: Plan, data: Path, count: int) -> int:
+def _stream_eval(
+    args: argparse.Namespace, plan: Plan, data: Path, count: int, metadata: dict[str, Any]
+) -> int:
     """``eval`` without ``--report``: each sample's cells go to ``--out`` (if given) and to a
     `Tally` as it finishes; none is held, so memory stays flat however long the file."""
     from ragbridge.core.result_writer import ResultWriter
@@ -353,7 +368,9 @@ def _stream_eval(args: argparse.Namespace, plan: Plan, data: Path, count: int) -
 
     with writer or contextlib.nullcontext():
         try:
-            evaluation = score(args, plan, load_samples(data), count, on_result=keep)
+            evaluation = score(
+                args, plan, load_samples(data), count, on_result=keep, metadata=metadata
+            )
         except KeyboardInterrupt:
             if writer is not None and not problems:
                 writer.close({"interrupted": True})

@@ -15,6 +15,8 @@ from typing import Any, NoReturn
 
 from ragbridge.adapters._frameworks import quiet_frameworks
 from ragbridge.adapters.cli import (
+    agreement_command,
+    annotate_command,
     cache_command,
     compare_command,
     console,
@@ -23,6 +25,8 @@ from ragbridge.adapters.cli import (
     export_command,
     gate_command,
     metrics_command,
+    split_command,
+    testset_command,
     trec_command,
 )
 from ragbridge.adapters.cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError
@@ -68,6 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    agreement_command.register(sub)
+    annotate_command.register(sub)
     cache_command.register(sub)
     compare_command.register(sub)
     demo_command.register(sub)
@@ -75,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     export_command.register(sub)
     gate_command.register(sub)
     metrics_command.register(sub)
+    split_command.register(sub)
+    testset_command.register(sub)
     trec_command.register(sub)
     return parser
 
