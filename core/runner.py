@@ -30,7 +30,7 @@ from typing_extensions import Unpack
 from .cache import Cache, open_cache
 from .engine import EmbeddingEngine, JudgeEngine, Price, cost_of
 from .id_check import IdCheck, note_id_warnings
-from .judge import Embedder
+from .judge import Embedder, Judge
 from .limits import Slots
 from .metrics.base import Metric, MetricContext
 from .result_cache import ResultReuse, score_sample
@@ -48,6 +48,7 @@ __all__ = [
     "build_engines",
     "estimate",
     "evaluate",
+    "judge_engine",
     "resolve_metrics",
     "shared_tags",
 ]
@@ -308,15 +309,7 @@ def build_engines(settings: Settings, metrics: Sequence[Metric]) -> Engines:
     if judge is None or isinstance(judge, JudgeEngine):
         engine = judge
     else:
-        engine = JudgeEngine(
-            judge,
-            max_concurrency=settings.max_concurrency,
-            timeout=settings.timeout,
-            max_retries=settings.max_retries,
-            cache=store,
-            price=settings.price,
-            stop_after=settings.stop_after,
-        )
+        engine = judge_engine(settings, judge, store)
     embedder = settings.embedder
     if embedder is None and any(m.needs_embedder and not m.needs_judge for m in metrics):
         embedder = default_embedder()
@@ -335,6 +328,19 @@ def build_engines(settings: Settings, metrics: Sequence[Metric]) -> Engines:
         )
     owns = store is not None and store is not settings.cache
     return Engines(settings, engine, embed_engine, store, owns)
+
+
+def judge_engine(settings: Settings, judge: Judge, cache: Cache | None) -> JudgeEngine:
+    """The `JudgeEngine` ``settings`` describe for ``judge``, reading and writing ``cache``."""
+    return JudgeEngine(
+        judge,
+        max_concurrency=settings.max_concurrency,
+        timeout=settings.timeout,
+        max_retries=settings.max_retries,
+        cache=cache,
+        price=settings.price,
+        stop_after=settings.stop_after,
+    )
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
