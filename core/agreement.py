@@ -1,0 +1,754 @@
+"""Judge agreement: how far each judge metric agrees with the people who labelled the samples.
+
+A judge metric is only worth trusting as far as it agrees with people on data like the user's.
+This module pairs each scored metric of an `Evaluation` with the human labels of the same
+samples (`ragbridge.core.labels`: the form question that checks the metric, `question_for`) and
+reports, per metric:
+
+* **Cohen's kappa** of the judge's yes/no verdict against the people's, at the default threshold
+  (0.5: the registry states no other verdict rule; it is the offline providers' documented
+  verdict, and any threshold in (0, 1) reads the binary graders' 0/1 the same) and at the
+  threshold that agrees best with people on these samples;
+* **Spearman's rho** of the score against the graded consensus (1–5 or yes/partly/no on [0, 1]);
+* **AUROC** of the score for the people's binary verdict, with a bootstrap CI;
+* the **confusion matrix** at both thresholds, "positive" being the people's "yes" side of the
+  question (grounded = yes; relevance, accuracy, helpfulness >= 4).
+
+Direction: for a measure of harm (hallucination: a *high* score means "not grounded"), the score
+is read as ``1 - score`` for rank statistics, and the judge's verdict is "yes" when the score is
+*below* the threshold. So +1 always means agreement, and the verdict rule is the provider's own
+(offline: faithful when faithfulness > 0.5, hallucinated when hallucination >= 0.5).
+
+Several annotators per sample are reduced to one consensus (`consensus`): the mean of their
+graded answers (for Spearman) and the majority of their yes/no (for kappa, AUROC, confusion). A
+tie has no majority: the sample is left out of the binary statistics and counted as a tie, never
+resolved by a coin or a convention that would invent a label. How many samples and labels were
+used is reported with every row; so are the labelled samples whose cell failed, was skipped or is
+missing (never dropped silently).
+
+The best threshold maximises Cohen's kappa over a grid of the observed score values (every
+distinct way of cutting these samples; cuts where the judge says one thing for all are left
+out). Kappa rather than balanced accuracy, because kappa is the agreement the table reports and
+it rewards matching the people's own rate of "yes", which is what "best matches people" means;
+balanced accuracy at that threshold is reported next to it. Ties go to the cut closest to the
+default. The maximum is in-sample: on a hundred samples it flatters the judge; read it as "the
+threshold to try", and the kappa at the default as the honest figure.
+
+An undefined statistic is a `Statistic` with a reason (one class of people's labels, a constant
+score, fewer than two samples), never a 0 or a NaN that reads as a result.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from .labels import QUESTIONS, HumanLabel, LabelQuestion, question_for
+from .results import Evaluation
+from .stats import auroc, cohen_kappa, spearman
+
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "AgreementError",
+    "AgreementTable",
+    "Confusion",
+    "Consensus",
+    "MetricAgreement",
+    "PeopleAgreement",
+    "Statistic",
+    "ThresholdAgreement",
+    "consensus",
+    "judge_agreement",
+    "people_agreement",
+]
+
+DEFAULT_THRESHOLD = 0.5
+"""The judge's verdict threshold when the metric states none (see the module docstring)."""
+
+_MIN_VALID_RESAMPLES = 0.9
+"""A bootstrap CI needs the statistic defined on at least this share of the resamples."""
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+class AgreementError(ValueError):
+    """Nothing can be compared: no label, no shared sample id, no metric people were asked
+    about. The message says which, with a few ids or names from each side."""
+
+
+class Statistic(BaseModel):
+    """A value (with its CI when one was computed) or the reason it is undefined; never both."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    value: float | None = None
+    undefined: str | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    ci_note: str | None = None
+    """Why there is no CI (e.g. too few resamples had both classes), when one was asked for."""
+
+    @model_validator(mode="after")
+    def _one(self) -> Statistic:
+        if (self.value is None) == (self.undefined is None):
+            raise ValueError("a Statistic has either a value or an undefined reason")
+        if self.value is not None and not math.isfinite(self.value):
+            raise ValueError(f"a Statistic value must be finite, got {self.value!r}")
+        return self
+
+    @classmethod
+    def of(cls, value: float) -> Statistic:
+        return cls(value=float(value))
+
+    @classmethod
+    def missing(cls, reason: str) -> Statistic:
+        return cls(undefined=reason)
+
+    def text(self, digits: int = 2) -> str:
+        """``0.41`` or ``undefined``: the table cell."""
+        return "undefined" if self.value is None else f"{self.value:.{digits}f}"
+
+
+class Confusion(BaseModel):
+    """Judge verdict × people's verdict. ``positive`` names the people's "yes" side."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    positive: str
+    tp: int
+    fp: int
+    fn: int
+    tn: int
+
+    @property
+    def n(self) -> int:
+        return self.tp + self.fp + self.fn + self.tn
+
+    def text(self) -> str:
+        return f"{self.tp}/{self.fp}/{self.fn}/{self.tn}"
+
+
+class ThresholdAgreement(BaseModel):
+    """The judge's verdict at one threshold, against the people's."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    threshold: float
+    rule: str
+    """``faithfulness > 0.5 means grounded = yes``."""
+    kappa: Statistic
+    balanced_accuracy: Statistic
+    confusion: Confusion
+
+
+class MetricAgreement(BaseModel):
+    """One metric of the results against the people's answers to the question that checks it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    metric: str
+    """The metric's key in the results (``faithfulness``, or ``faithfulness:offline``)."""
+    label: str
+    """``measure:provider`` when the provider is known: the row's name in the table."""
+    provider: str | None
+    question: str
+    inverted: bool
+    positive: str
+    """The people's "yes" side: ``grounded = yes``, ``accuracy >= 4``."""
+    n: int
+    """Samples both scored and labelled (Spearman's n)."""
+    n_binary: int
+    """Of those, the ones with a majority verdict (kappa's, AUROC's and the confusion's n)."""
+    n_ties: int
+    n_labels: int
+    """Annotator labels over the ``n`` samples."""
+    n_people_yes: int
+    n_failed: int
+    n_skipped: int
+    n_missing: int
+    """Labelled samples with no cell for this metric in the results."""
+    n_unlabelled: int
+    """Scored samples nobody labelled (not used)."""
+    failures_by_kind: dict[str, int]
+    default: ThresholdAgreement | None
+    best: ThresholdAgreement | None
+    best_undefined: str | None
+    spearman: Statistic
+    auroc: Statistic
+    notes: list[str]
+
+    @property
+    def compared(self) -> bool:
+        return self.n > 0
+
+
+class PeopleAgreement(BaseModel):
+    """How far the annotators agree among themselves on one question: the ceiling a judge can
+    reasonably be asked to reach. Scott's pi over every pair of annotators of the same sample
+    (Cohen's kappa of the pooled pairs, each entered both ways round)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    question: str
+    samples: int
+    """Samples with at least two annotators."""
+    pairs: int
+    kappa: Statistic
+
+
+class AgreementTable(BaseModel):
+    """Everything ``ragbridge agreement`` prints and the report's agreement section shows."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rows: list[MetricAgreement]
+    not_compared: dict[str, str]
+    """Metrics of the results no form question checks, with the reason."""
+    labelled_samples: int
+    labels: int
+    annotators: int
+    people: list[PeopleAgreement]
+    default_threshold: float
+    best_by: str
+    ties: str
+    confidence: float
+    n_resamples: int
+    seed: int
+    source: dict[str, str]
+    """Where results and labels came from (files, a public set), for the reader."""
+    notes: list[str]
+
+    @property
+    def compared(self) -> list[MetricAgreement]:
+        return [row for row in self.rows if row.compared]
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2)
+
+
+# --------------------------------------------------------------------------- consensus
+
+
+@dataclass(frozen=True)
+class Consensus:
+    """What the annotators of one sample said on one question, reduced to one verdict.
+
+    ``graded`` is the mean of their answers on [0, 1]; ``positive`` the majority of their
+    yes/no verdicts, None on a tie (no majority).
+    """
+
+    sample_id: str
+    graded: float
+    positive: bool | None
+    n_labels: int
+
+
+def _answer(label: HumanLabel, question: LabelQuestion) -> int | str | None:
+    value: int | str | None = getattr(label, question.name)
+    return value
+
+
+def consensus(labels: Iterable[HumanLabel], question: LabelQuestion) -> dict[str, Consensus]:
+    """Per sample id, the consensus of the labels that answer ``question``; others are ignored."""
+    answers: dict[str, list[int | str]] = defaultdict(list)
+    for label in labels:
+        value = _answer(label, question)
+        if value is not None:
+            answers[label.sample_id].append(value)
+    out: dict[str, Consensus] = {}
+    for sample_id, given in answers.items():
+        yes = sum(question.positive(a) for a in given)
+        no = len(given) - yes
+        positive = None if yes == no else yes > no
+        graded = sum(question.graded(a) for a in given) / len(given)
+        out[sample_id] = Consensus(sample_id, graded, positive, len(given))
+    return out
+
+
+def people_agreement(labels: Sequence[HumanLabel], question: LabelQuestion) -> PeopleAgreement:
+    """Scott's pi of the annotators' yes/no on ``question`` over all annotator pairs per sample.
+
+    Each unordered pair of annotators of one sample is one item, entered as (a, b) and (b, a),
+    so both "raters" share one marginal and Cohen's kappa of the pooled table is Scott's pi
+    (Scott 1955) — the chance-corrected agreement of two people drawn at random.
+    """
+    by_sample: dict[str, list[bool]] = defaultdict(list)
+    for label in labels:
+        value = _answer(label, question)
+        if value is not None:
+            by_sample[label.sample_id].append(question.positive(value))
+    first: list[bool] = []
+    second: list[bool] = []
+    samples = 0
+    for verdicts in by_sample.values():
+        if len(verdicts) < 2:
+            continue
+        samples += 1
+        for a, b in combinations(verdicts, 2):
+            first += [a, b]
+            second += [b, a]
+    pairs = len(first) // 2
+    if not pairs:
+        kappa = Statistic.missing("no sample has two annotators")
+    else:
+        try:
+            kappa = Statistic.of(cohen_kappa(first, second))
+        except ValueError:
+            side = "yes" if first[0] else "no"
+            kappa = Statistic.missing(f"every annotator answered {side} on every shared sample")
+    return PeopleAgreement(question=question.name, samples=samples, pairs=pairs, kappa=kappa)
+
+
+# --------------------------------------------------------------------------- thresholds
+
+
+def positive_side(question: LabelQuestion) -> str:
+    """``grounded = yes`` / ``accuracy >= 4``: what "positive" means for this question."""
+    if question.name == "grounded":
+        return "grounded = yes"
+    return f"{question.name} >= 4"
+
+
+def verdict_rule(metric: str, threshold: float, question: LabelQuestion, inverted: bool) -> str:
+    side = positive_side(question)
+    sign = "<" if inverted else ">"
+    return f"{metric} {sign} {threshold:g} means {side}"
+
+
+def judge_says_yes(scores: FloatArray, threshold: float, inverted: bool) -> BoolArray:
+    """The judge's verdict: yes above the threshold, or below it for a measure of harm."""
+    result: BoolArray = scores < threshold if inverted else scores > threshold
+    return result
+
+
+def _kappa_2x2(tp: FloatArray, fp: FloatArray, fn: FloatArray, tn: FloatArray) -> FloatArray:
+    """Cohen's kappa of 2×2 tables, vectorised for the threshold search only.
+
+    ``kappa = 2 (TP·TN − FP·FN) / ((TP+FP)(FP+TN) + (TP+FN)(FN+TN))``, the 2×2 form of
+    ``(p_o − p_e) / (1 − p_e)``. The reported kappa is recomputed with `stats.cohen_kappa`.
+    """
+    denominator = (tp + fp) * (fp + tn) + (tp + fn) * (fn + tn)
+    out: FloatArray = 2.0 * (tp * tn - fp * fn) / np.where(denominator > 0, denominator, 1.0)
+    return out
+
+
+def _at(
+    scores: FloatArray,
+    people: BoolArray,
+    threshold: float,
+    *,
+    metric: str,
+    question: LabelQuestion,
+    inverted: bool,
+) -> ThresholdAgreement:
+    judge = judge_says_yes(scores, threshold, inverted)
+    tp = int(np.sum(judge & people))
+    fp = int(np.sum(judge & ~people))
+    fn = int(np.sum(~judge & people))
+    tn = int(np.sum(~judge & ~people))
+    side = positive_side(question)
+    n_pos, n_neg = tp + fn, fp + tn
+    if n_pos == 0 or n_neg == 0:
+        answer = "yes" if n_neg == 0 else "no"
+        reason = f"people answered {answer} ({side}) on all {n_pos + n_neg} samples: one class"
+        kappa = balanced = Statistic.missing(reason)
+    else:
+        balanced = Statistic.of((tp / n_pos + tn / n_neg) / 2.0)
+        if tp + fp == 0 or fn + tn == 0:
+            said = "yes" if fn + tn == 0 else "no"
+            kappa = Statistic.missing(
+                f"the judge says {said} on all {n_pos + n_neg} samples at {threshold:g} "
+                "(kappa is 0 by construction)"
+            )
+        else:
+            kappa = Statistic.of(cohen_kappa(judge.tolist(), people.tolist()))
+    return ThresholdAgreement(
+        threshold=float(threshold),
+        rule=verdict_rule(metric, threshold, question, inverted),
+        kappa=kappa,
+        balanced_accuracy=balanced,
+        confusion=Confusion(positive=side, tp=tp, fp=fp, fn=fn, tn=tn),
+    )
+
+
+def best_threshold(
+    scores: FloatArray, people: BoolArray, *, inverted: bool, default: float = DEFAULT_THRESHOLD
+) -> float | str:
+    """The observed score value whose cut maximises Cohen's kappa, or why there is none.
+
+    Candidates are the distinct scores: cutting at ``u`` gives the verdict ``score > u`` (``<``
+    for a measure of harm), so every distinct split of these samples is tried once. Cuts where
+    the judge says the same for every sample are left out. Ties go to the cut closest to
+    ``default``, then to the lower one.
+    """
+    if people.all() or not people.any():
+        return "people gave one answer on every sample: no threshold can be chosen"
+    values, where = np.unique(scores, return_inverse=True)
+    if values.size < 2:
+        return f"the judge gave every sample the same score ({values[0]:g})"
+    weights = people.astype(np.float64)
+    pos_at = np.asarray(np.bincount(where, weights, values.size), dtype=np.float64)
+    neg_at = np.asarray(np.bincount(where, 1.0 - weights, values.size), dtype=np.float64)
+    n_pos, n_neg = float(pos_at.sum()), float(neg_at.sum())
+    tp: FloatArray
+    fp: FloatArray
+    if inverted:  # yes when score < u: the values strictly below u
+        tp = np.cumsum(pos_at) - pos_at
+        fp = np.cumsum(neg_at) - neg_at
+    else:  # yes when score > u: the values strictly above u
+        tp = n_pos - np.cumsum(pos_at)
+        fp = n_neg - np.cumsum(neg_at)
+    fn: FloatArray = n_pos - tp
+    tn: FloatArray = n_neg - fp
+    said_yes = tp + fp
+    usable = (said_yes > 0) & (said_yes < n_pos + n_neg)
+    kappas = np.where(usable, _kappa_2x2(tp, fp, fn, tn), -np.inf)
+    top = float(kappas.max())
+    candidates = np.flatnonzero(usable & (kappas >= top - 1e-12))
+    order = sorted(candidates, key=lambda i: (abs(float(values[i]) - default), float(values[i])))
+    return float(values[order[0]])
+
+
+# --------------------------------------------------------------------------- bootstrap
+
+
+def _bootstrap(
+    statistic: Any,
+    n: int,
+    *,
+    confidence: float,
+    n_resamples: int,
+    seed: int,
+) -> tuple[float, float] | str:
+    """Percentile bootstrap over the paired samples (Efron & Tibshirani 1993, ch. 13).
+
+    ``statistic(indices)`` raises ValueError where undefined (a resample with one class); those
+    resamples are dropped, and when more than a tenth are, no interval is claimed.
+    """
+    rng = np.random.default_rng(seed)
+    values: list[float] = []
+    for _ in range(n_resamples):
+        try:
+            values.append(float(statistic(rng.integers(0, n, size=n))))
+        except ValueError:
+            continue
+    if len(values) < _MIN_VALID_RESAMPLES * n_resamples:
+        return (
+            f"undefined on {n_resamples - len(values)} of {n_resamples} bootstrap resamples "
+            "(too few samples of one class)"
+        )
+    alpha = 1.0 - confidence
+    low, high = np.quantile(np.asarray(values), [alpha / 2.0, 1.0 - alpha / 2.0])
+    return float(low), float(high)
+
+
+def _with_ci(stat: Statistic, ci: tuple[float, float] | str) -> Statistic:
+    if stat.value is None:
+        return stat
+    if isinstance(ci, str):
+        return stat.model_copy(update={"ci_note": ci})
+    return stat.model_copy(update={"ci_low": ci[0], "ci_high": ci[1]})
+
+
+# --------------------------------------------------------------------------- per metric
+
+
+@dataclass
+class _Cells:
+    ids: list[str]
+    scores: list[float]
+    failed: int = 0
+    skipped: int = 0
+    missing: int = 0
+    unlabelled: int = 0
+    providers: tuple[str, ...] = ()
+    failures: dict[str, int] | None = None
+
+
+def _cells(evaluation: Evaluation, metric: str, labelled: Mapping[str, Consensus]) -> _Cells:
+    column = evaluation.column(metric)
+    out = _Cells(ids=[], scores=[], failures={})
+    assert out.failures is not None
+    providers: dict[str, None] = {}
+    for sample_id in labelled:
+        score = column.get(sample_id)
+        if score is None:
+            out.missing += 1
+        elif score.failure is not None:
+            out.failed += 1
+            kind = score.failure.kind.value
+            out.failures[kind] = out.failures.get(kind, 0) + 1
+        elif score.value is None:
+            out.skipped += 1
+        else:
+            out.ids.append(sample_id)
+            out.scores.append(score.value)
+            if score.provider:
+                providers.setdefault(score.provider, None)
+    out.unlabelled = sum(
+        1 for sid, s in column.items() if s.value is not None and sid not in labelled
+    )
+    out.providers = tuple(providers)
+    return out
+
+
+def _label(metric: str, providers: Sequence[str]) -> str:
+    if ":" in metric or not providers:
+        return metric
+    return f"{metric}:{'+'.join(providers)}"
+
+
+def _metric_row(
+    evaluation: Evaluation,
+    metric: str,
+    question: LabelQuestion,
+    labelled: Mapping[str, Consensus],
+    *,
+    threshold: float,
+    confidence: float,
+    n_resamples: int,
+    seed: int,
+) -> MetricAgreement:
+    inverted = metric.split(":", 1)[0] in question.inverted
+    cells = _cells(evaluation, metric, labelled)
+    label = _label(metric, cells.providers)
+    side = positive_side(question)
+    notes: list[str] = []
+    n = len(cells.ids)
+    scores = np.asarray(cells.scores, dtype=np.float64)
+    oriented = 1.0 - scores if inverted else scores
+    graded = np.asarray([labelled[s].graded for s in cells.ids], dtype=np.float64)
+    verdicts = [labelled[s].positive for s in cells.ids]
+    binary = np.asarray([v is not None for v in verdicts], dtype=bool)
+    people = np.asarray([bool(v) for v in verdicts], dtype=bool)[binary]
+    b_scores, b_oriented = scores[binary], oriented[binary]
+    n_binary = int(binary.sum())
+    n_ties = n - n_binary
+    if inverted:
+        notes.append(f"{metric.split(':', 1)[0]} is a measure of harm: read as 1 - score")
+    if n_ties:
+        notes.append(
+            f"{n_ties} sample(s) with tied annotators (no majority): left out of kappa, AUROC "
+            "and the confusion matrix, kept in Spearman (mean answer)"
+        )
+    why_none = _why_nothing(cells, len(labelled), question)
+    if why_none:
+        notes.append(why_none)
+
+    # Spearman: graded consensus against the oriented score.
+    if n < 2:
+        rho = Statistic.missing(f"{n} paired sample(s); Spearman needs two")
+    elif np.all(graded == graded[0]):
+        rho = Statistic.missing("people gave every sample the same answer")
+    elif np.all(scores == scores[0]):
+        rho = Statistic.missing(f"the judge gave every sample the same score ({scores[0]:g})")
+    else:
+        rho = Statistic.of(spearman(graded, oriented))
+
+    default: ThresholdAgreement | None = None
+    best: ThresholdAgreement | None = None
+    best_undefined: str | None = None
+    if n_binary == 0:
+        area = Statistic.missing("no sample with a majority verdict")
+        best_undefined = area.undefined
+    else:
+        default = _at(
+            b_scores, people, threshold, metric=label, question=question, inverted=inverted
+        )
+        if people.all() or not people.any():
+            answer = "yes" if people.all() else "no"
+            area = Statistic.missing(f"people answered {answer} ({side}) on every sample")
+        elif np.all(b_scores == b_scores[0]):
+            area = Statistic.missing(
+                f"the judge gave every sample the same score ({b_scores[0]:g})"
+            )
+        else:
+            area = Statistic.of(auroc(people.astype(int), b_oriented))
+            area = _with_ci(
+                area,
+                _bootstrap(
+                    lambda i: auroc(people[i].astype(int), b_oriented[i]),
+                    n_binary,
+                    confidence=confidence,
+                    n_resamples=n_resamples,
+                    seed=seed,
+                ),
+            )
+        if default.kappa.value is not None:
+            judge = judge_says_yes(b_scores, threshold, inverted)
+            kappa_ci = _bootstrap(
+                lambda i: cohen_kappa(judge[i].tolist(), people[i].tolist()),
+                n_binary,
+                confidence=confidence,
+                n_resamples=n_resamples,
+                seed=seed,
+            )
+            default = default.model_copy(update={"kappa": _with_ci(default.kappa, kappa_ci)})
+        cut = best_threshold(b_scores, people, inverted=inverted, default=threshold)
+        if isinstance(cut, str):
+            best_undefined = cut
+        else:
+            best = _at(b_scores, people, cut, metric=label, question=question, inverted=inverted)
+    return MetricAgreement(
+        metric=metric,
+        label=label,
+        provider="+".join(cells.providers) or None,
+        question=question.name,
+        inverted=inverted,
+        positive=side,
+        n=n,
+        n_binary=n_binary,
+        n_ties=n_ties,
+        n_labels=sum(labelled[s].n_labels for s in cells.ids),
+        n_people_yes=int(people.sum()),
+        n_failed=cells.failed,
+        n_skipped=cells.skipped,
+        n_missing=cells.missing,
+        n_unlabelled=cells.unlabelled,
+        failures_by_kind=dict(sorted((cells.failures or {}).items())),
+        default=default,
+        best=best,
+        best_undefined=best_undefined,
+        spearman=rho,
+        auroc=area,
+        notes=notes,
+    )
+
+
+def _why_nothing(cells: _Cells, labelled: int, question: LabelQuestion) -> str | None:
+    """One line saying why a labelled sample was not paired, when some were not."""
+    if labelled == 0:
+        return f"no labelled sample answers {question.name!r}"
+    lost = cells.failed + cells.skipped + cells.missing
+    if not lost:
+        return None
+    parts = []
+    if cells.failed:
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted((cells.failures or {}).items()))
+        parts.append(f"{cells.failed} failed ({kinds})")
+    if cells.skipped:
+        parts.append(f"{cells.skipped} skipped")
+    if cells.missing:
+        parts.append(f"{cells.missing} not in the results")
+    return f"{lost} of {labelled} labelled samples not compared: {', '.join(parts)}"
+
+
+# --------------------------------------------------------------------------- the table
+
+
+def _few(ids: Iterable[str], k: int = 3) -> str:
+    shown = sorted(ids)
+    text = ", ".join(repr(s) for s in shown[:k])
+    return text + (f" … ({len(shown)} in all)" if len(shown) > k else "")
+
+
+def judge_agreement(
+    evaluation: Evaluation,
+    labels: Iterable[HumanLabel],
+    *,
+    metrics: Sequence[str] | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    source: Mapping[str, str] | None = None,
+) -> AgreementTable:
+    """Agreement of every judge metric of ``evaluation`` with the human ``labels``.
+
+    ``metrics`` restricts the rows (names as in the results: ``faithfulness``); by default every
+    metric some form question checks. Raises `AgreementError` when nothing can be compared: no
+    labels, no sample id shared by the results and the labels (naming a few of each), or no
+    metric of the results that people were asked about. A metric that *can* be compared but has
+    no pair (every labelled cell failed) gets a row with n = 0 and its reasons.
+    """
+    if not 0.0 <= threshold <= 1.0 or not math.isfinite(threshold):
+        raise ValueError(f"threshold must lie within [0, 1], got {threshold!r}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    all_labels = list(labels)
+    if not all_labels:
+        raise AgreementError("no human labels were given")
+    labelled_ids = {label.sample_id for label in all_labels}
+    scored_ids = set(evaluation.sample_ids)
+    if not labelled_ids & scored_ids:
+        raise AgreementError(
+            "no labelled sample is in the results: the sample ids never match "
+            f"(labels: {_few(labelled_ids)}; results: {_few(scored_ids) or 'no sample'})"
+        )
+    chosen = list(evaluation.metrics) if metrics is None else list(metrics)
+    unknown = [m for m in chosen if m not in evaluation.metrics]
+    if unknown:
+        raise AgreementError(
+            f"not in the results: {', '.join(unknown)} (the results have "
+            f"{', '.join(evaluation.metrics) or 'no metric'})"
+        )
+    not_compared: dict[str, str] = {}
+    checked: list[tuple[str, LabelQuestion]] = []
+    for metric in chosen:
+        question = question_for(metric)
+        if question is None:
+            not_compared[metric] = "no form question checks it"
+        else:
+            checked.append((metric, question))
+    if not checked:
+        asked = sorted({m for q in QUESTIONS.values() for m in q.measures})
+        raise AgreementError(
+            f"no metric of the results is one people were asked about: the results have "
+            f"{', '.join(chosen) or 'no metric'}; the labels check {', '.join(asked)}"
+        )
+    per_question: dict[str, dict[str, Consensus]] = {}
+    rows: list[MetricAgreement] = []
+    for metric, question in checked:
+        if question.name not in per_question:
+            per_question[question.name] = consensus(all_labels, question)
+        rows.append(
+            _metric_row(
+                evaluation,
+                metric,
+                question,
+                per_question[question.name],
+                threshold=threshold,
+                confidence=confidence,
+                n_resamples=n_resamples,
+                seed=seed,
+            )
+        )
+    notes: list[str] = []
+    outside = labelled_ids - scored_ids
+    if outside:
+        notes.append(
+            f"{len(outside)} of {len(labelled_ids)} labelled samples are not in the results "
+            f"(e.g. {_few(outside)})"
+        )
+    people = [
+        people_agreement(all_labels, QUESTIONS[name])
+        for name in per_question
+        if any(c.n_labels > 1 for c in per_question[name].values())
+    ]
+    return AgreementTable(
+        rows=rows,
+        not_compared=not_compared,
+        labelled_samples=len(labelled_ids),
+        labels=len(all_labels),
+        annotators=len({label.annotator for label in all_labels}),
+        people=people,
+        default_threshold=threshold,
+        best_by="Cohen's kappa over the observed score values (in-sample)",
+        ties="an even split of annotators has no majority: left out of the binary statistics",
+        confidence=confidence,
+        n_resamples=n_resamples,
+        seed=seed,
+        source=dict(source or {}),
+        notes=notes,
+    )
