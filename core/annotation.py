@@ -1,0 +1,566 @@
+"""Human annotation: which results people are asked about, and how far those people agree.
+
+The round trip is: `select_tasks` picks a sample of an eval set (optionally stratified by a judge
+score) and turns each chosen sample into an `AnnotationTask`; an adapter renders the tasks as a
+form; people fill it in and each saves a labels file (`ragbridge.core.labels.HumanLabel` lines);
+`merge_labels` checks those files against the tasks and merges them; `annotator_agreement` says
+per question how far the annotators agree with each other. How far a *judge* agrees with them
+is a separate question, answered from the same labels by ``ragbridge agreement``.
+
+**Selection is by hash, not by a random stream.** A sample's draw is
+``sha256(f"{seed}:{sample_id}")``: the same seed picks the same samples on every machine and
+Python version (``random.shuffle``'s algorithm is not guaranteed across versions), whatever the
+order of the file, and adding samples to the file never reshuffles the ones already there.
+
+**Stratified by a judge score when results are given.** A uniform sample of a good pipeline is
+almost all high scores, and agreement measured on it says little about the low ones — where a
+judge's verdict matters most. With a score column the samples fall into three fixed bins of
+``[0, 1]`` (low < 1/3 ≤ mid < 2/3 ≤ high) and the tasks are drawn round-robin from them, so each
+bin gets an equal share until it runs out; samples without a value (a judge failure, a missing
+cell) only fill what the bins cannot. Each task records its ``stratum``: the sample is balanced,
+not representative, and a reader who wants population estimates reweights by it. The tasks are
+then put in a second hash order so the bins do not show in the sequence of the form.
+
+**Judge scores travel with the tasks but are not shown.** A person who sees "faithfulness 0.92"
+next to the answer anchors on it, and the labels then measure agreement with the judge by
+construction. The scores are kept in the tasks file (for analysis) and the form leaves them out
+unless asked to show them.
+
+Agreement statistics (per question, over the samples labelled by two or more people):
+
+* Krippendorff's alpha, ``alpha = 1 - D_o / D_e`` from the coincidence matrix (Krippendorff,
+  *Content Analysis*, 2004, ch. 11; "Computing Krippendorff's Alpha-Reliability", 2011). It
+  takes any number of annotators and missing labels. The 1–5 questions and grounded
+  (no < partly < yes) use the ordinal metric: a 4 against a 5 is a smaller disagreement than a
+  1 against a 5, but the steps of the scale need not be equal.
+* Mean pairwise Cohen's kappa, quadratic weights (Cohen 1968; ordinal positions), over the pairs
+  of annotators who share at least two samples — the figure most papers report.
+* Raw agreement: the share of pairs of labels on the same sample that are identical. Without
+  chance correction, so it is high when everyone says 5; read it next to alpha.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import Counter, defaultdict
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .files import atomic_write
+from .labels import QUESTIONS, HumanLabel, load_labels
+from .results import Evaluation
+from .sample import Sample
+from .stats import cohen_kappa
+
+__all__ = [
+    "STRATA",
+    "AnnotationError",
+    "AnnotationTask",
+    "QuestionAgreement",
+    "Selection",
+    "TaskContext",
+    "annotator_agreement",
+    "default_stratify_metric",
+    "form_id",
+    "krippendorff_alpha",
+    "label_counts",
+    "labels_with_lines",
+    "load_tasks",
+    "merge_labels",
+    "save_tasks",
+    "select_tasks",
+]
+
+Level = Literal["nominal", "ordinal", "interval", "ratio"]
+
+STRATA: tuple[str, ...] = ("low", "mid", "high")
+"""The score bins of a stratified selection: [0, 1/3), [1/3, 2/3), [2/3, 1]."""
+UNSCORED = "unscored"
+
+ORDINAL_SCALES: dict[str, tuple[str, ...]] = {
+    "relevance": ("1", "2", "3", "4", "5"),
+    "accuracy": ("1", "2", "3", "4", "5"),
+    "grounded": ("no", "partly", "yes"),
+    "helpfulness": ("1", "2", "3", "4", "5"),
+}
+"""Each question's answers from worst to best: the order the ordinal statistics use."""
+
+
+class AnnotationError(ValueError):
+    """A labels or tasks file does not fit the tasks; the message starts ``file:line:``."""
+
+
+# ---------------------------------------------------------------------------------- tasks
+
+
+class TaskContext(BaseModel):
+    """One retrieved passage as the annotator sees it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: str
+    id: str | None = None
+
+
+class AnnotationTask(BaseModel):
+    """One sample put in front of people: what was asked, retrieved, answered and expected.
+
+    ``scores`` are the judge's values at export time (failed cells left out), kept for analysis
+    and hidden from annotators by default; ``stratum`` is the score bin the sample was drawn
+    from (None when the selection was not stratified).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    task_id: str = Field(min_length=1)
+    sample_id: str = Field(min_length=1)
+    question: str
+    contexts: list[TaskContext] = Field(default_factory=list)
+    answer: str
+    reference: str | None = None
+    scores: dict[str, float] = Field(default_factory=dict)
+    stratum: str | None = None
+
+
+def _problem(exc: ValidationError) -> str:
+    err = exc.errors(include_url=False)[0]
+    where = ".".join(str(p) for p in err["loc"]) or "<line>"
+    return f"{where}: {err['msg']}"
+
+
+def load_tasks(path: str | os.PathLike[str]) -> list[AnnotationTask]:
+    """Read a tasks file; a bad line or a repeated task id raises `AnnotationError`."""
+    source = os.fspath(path)
+    tasks: list[AnnotationTask] = []
+    seen: dict[str, int] = {}
+    with Path(path).open(encoding="utf-8-sig") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                task = AnnotationTask.model_validate_json(line)
+            except ValidationError as exc:
+                raise AnnotationError(f"{source}:{number}: {_problem(exc)}") from None
+            if task.task_id in seen:
+                raise AnnotationError(
+                    f"{source}:{number}: task_id: duplicate task id {task.task_id!r} "
+                    f"(first on line {seen[task.task_id]})"
+                )
+            seen[task.task_id] = number
+            tasks.append(task)
+    if not tasks:
+        raise AnnotationError(f"{source}: holds no tasks")
+    return tasks
+
+
+def save_tasks(tasks: Iterable[AnnotationTask], path: str | os.PathLike[str]) -> int:
+    """Write tasks as JSONL atomically; returns the count."""
+    count = 0
+    with atomic_write(Path(path)) as handle:
+        for task in tasks:
+            handle.write(json.dumps(task.model_dump(mode="json"), ensure_ascii=False) + "\n")
+            count += 1
+    return count
+
+
+def form_id(tasks: Sequence[AnnotationTask]) -> str:
+    """A short digest of the tasks' content: the form's identity (its browser storage key).
+
+    Two forms of the same tasks share saved answers; a form of other tasks never sees them.
+    """
+    digest = hashlib.sha256()
+    for task in tasks:
+        digest.update(json.dumps(task.model_dump(mode="json"), sort_keys=True).encode())
+        digest.update(b"\n")
+    return digest.hexdigest()[:16]
+
+
+# ------------------------------------------------------------------------------ selection
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What `select_tasks` chose and from what: the CLI prints it, the tests check it."""
+
+    tasks: list[AnnotationTask]
+    stratify_by: str | None
+    available: dict[str, int]
+    """Samples available per stratum (or ``{"all": n}`` unstratified)."""
+    chosen: dict[str, int]
+    """Tasks drawn per stratum."""
+    without_answer: list[str] = field(default_factory=list)
+    """Ids of samples left out because they have no answer to judge."""
+
+
+def _draw(seed: int, purpose: str, sample_id: str) -> str:
+    return hashlib.sha256(f"{seed}:{purpose}:{sample_id}".encode()).hexdigest()
+
+
+def _stratum(value: float | None) -> str:
+    if value is None:
+        return UNSCORED
+    if value < 1 / 3:
+        return "low"
+    if value < 2 / 3:
+        return "mid"
+    return "high"
+
+
+def default_stratify_metric(evaluation: Evaluation) -> str | None:
+    """The metric to stratify by when none is named: the first one a form question checks
+    (faithfulness, answer relevance, correctness, ...), else the first with any value."""
+    from .labels import question_for
+
+    with_values = [m for m in evaluation.metrics if evaluation.values(m)[0]]
+    for metric in with_values:
+        if question_for(metric) is not None:
+            return metric
+    return with_values[0] if with_values else None
+
+
+def select_tasks(
+    samples: Sequence[Sample],
+    n: int,
+    *,
+    seed: int = 7,
+    evaluation: Evaluation | None = None,
+    stratify_by: str | None = None,
+) -> Selection:
+    """Pick ``n`` samples with an answer and turn them into tasks (see the module docstring).
+
+    ``stratify_by`` names a metric of ``evaluation`` to draw evenly across its score bins; None
+    draws uniformly. Every scored metric of the sample is copied into ``AnnotationTask.scores``.
+    Fewer than ``n`` answered samples gives them all. Raises ValueError for ``n < 1``, for a
+    ``stratify_by`` without an evaluation, or for a metric the evaluation does not hold.
+    """
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    if stratify_by is not None:
+        if evaluation is None:
+            raise ValueError("stratify_by needs an evaluation (the results to stratify by)")
+        if stratify_by not in evaluation.metrics:
+            held = ", ".join(evaluation.metrics) or "none"
+            raise ValueError(f"stratify_by: no metric {stratify_by!r} in the results (has: {held})")
+    answered = [s for s in samples if s.answer is not None and s.answer.strip()]
+    kept = {s.id for s in answered}
+    without = [s.id for s in samples if s.id not in kept]
+    bins: dict[str, list[Sample]] = defaultdict(list)
+    if stratify_by is None or evaluation is None:
+        bins["all"] = list(answered)
+        order = ["all"]
+    else:
+        for sample in answered:
+            score = evaluation.get(sample.id, stratify_by)
+            bins[_stratum(score.value if score is not None else None)].append(sample)
+        order = [*STRATA, UNSCORED]
+    for members in bins.values():
+        members.sort(key=lambda s: _draw(seed, "select", s.id))
+    picked: list[tuple[Sample, str]] = []
+    # Round-robin over the score bins; the unscored only fill what the bins cannot.
+    queues = {name: list(bins.get(name, [])) for name in order}
+    rounds = [name for name in order if name != UNSCORED]
+    while len(picked) < n and any(queues[name] for name in rounds):
+        for name in rounds:
+            if queues[name] and len(picked) < n:
+                picked.append((queues[name].pop(0), name))
+    while len(picked) < n and queues.get(UNSCORED):
+        picked.append((queues[UNSCORED].pop(0), UNSCORED))
+    picked.sort(key=lambda pair: _draw(seed, "order", pair[0].id))
+    width = len(str(len(picked)))
+    tasks = [
+        _task(f"t{i:0{width}d}", sample, evaluation, None if name == "all" else name)
+        for i, (sample, name) in enumerate(picked, start=1)
+    ]
+    return Selection(
+        tasks=tasks,
+        stratify_by=stratify_by,
+        available={name: len(bins.get(name, [])) for name in order if bins.get(name)},
+        chosen=dict(Counter(name for _, name in picked)),
+        without_answer=without,
+    )
+
+
+def _task(
+    task_id: str, sample: Sample, evaluation: Evaluation | None, stratum: str | None
+) -> AnnotationTask:
+    scores: dict[str, float] = {}
+    if evaluation is not None:
+        for metric in evaluation.metrics:
+            score = evaluation.get(sample.id, metric)
+            if score is not None and score.value is not None:
+                scores[metric] = score.value
+    assert sample.answer is not None
+    return AnnotationTask(
+        task_id=task_id,
+        sample_id=sample.id,
+        question=sample.question,
+        contexts=[TaskContext(text=c.text, id=c.id) for c in sample.contexts],
+        answer=sample.answer,
+        reference=sample.reference,
+        scores=scores,
+        stratum=stratum,
+    )
+
+
+# ---------------------------------------------------------------------------------- merge
+
+
+def labels_with_lines(path: str | os.PathLike[str]) -> Iterator[tuple[str, HumanLabel]]:
+    """``("file:line", label)`` for each label of a file, parsed by `load_labels`.
+
+    The location is what `merge_labels` names in its errors. `load_labels` skips blank lines;
+    the same test here numbers the lines it keeps.
+    """
+    source = os.fspath(path)
+    with Path(path).open(encoding="utf-8-sig") as handle:
+        numbers = [n for n, line in enumerate(handle, start=1) if line.strip()]
+    for number, label in zip(numbers, load_labels(path), strict=True):
+        yield f"{source}:{number}", label
+
+
+def merge_labels(
+    labelled: Iterable[tuple[str, HumanLabel]],
+    tasks: Sequence[AnnotationTask],
+    *,
+    tasks_name: str = "the tasks",
+) -> list[HumanLabel]:
+    """Check located labels against the tasks and merge them, in task order then annotator.
+
+    Refused, naming ``file:line:field``: a sample id that is not one of the tasks (labels of
+    another form), a task id that is unknown or shows another sample, and one annotator
+    labelling one sample twice — across files too (the same person saving twice: pass only the
+    latest file). A label without a task id gets the task's when the sample has exactly one.
+    """
+    by_task = {task.task_id: task for task in tasks}
+    tasks_of: dict[str, list[str]] = defaultdict(list)
+    for task in tasks:
+        tasks_of[task.sample_id].append(task.task_id)
+    seen: dict[tuple[str, str], str] = {}
+    merged: list[HumanLabel] = []
+    for where, label in labelled:
+        if label.sample_id not in tasks_of:
+            raise AnnotationError(
+                f"{where}: sample_id: {label.sample_id!r} is not one of {tasks_name} "
+                "(labels of another form?)"
+            )
+        if label.task_id is not None:
+            shown = by_task.get(label.task_id)
+            if shown is None:
+                raise AnnotationError(
+                    f"{where}: task_id: {label.task_id!r} is not one of {tasks_name}"
+                )
+            if shown.sample_id != label.sample_id:
+                raise AnnotationError(
+                    f"{where}: task_id: task {label.task_id!r} shows sample "
+                    f"{shown.sample_id!r}, not {label.sample_id!r} (labels of another form?)"
+                )
+        elif len(tasks_of[label.sample_id]) == 1:
+            label = label.model_copy(update={"task_id": tasks_of[label.sample_id][0]})
+        key = (label.sample_id, label.annotator)
+        if key in seen:
+            raise AnnotationError(
+                f"{where}: annotator: {label.annotator!r} labelled sample {label.sample_id!r} "
+                f"twice (also at {seen[key]}); keep one of the two files or lines"
+            )
+        seen[key] = where
+        merged.append(label)
+    position = {task.task_id: i for i, task in enumerate(tasks)}
+    merged.sort(key=lambda lab: (position.get(lab.task_id or "", len(position)), lab.annotator))
+    return merged
+
+
+# ------------------------------------------------------------------------------ agreement
+
+
+def krippendorff_alpha(
+    units: Iterable[Iterable[Hashable | None]],
+    *,
+    level: Level = "nominal",
+    values: Sequence[Hashable] | None = None,
+) -> float:
+    """Krippendorff's alpha over units, each the list of values its annotators gave.
+
+    ``alpha = 1 - (n - 1) * sum(o_ck * d2_ck) / sum(n_c * n_k * d2_ck)``, with ``o`` the
+    coincidence matrix (each unit with ``m >= 2`` values adds every ordered pair of its values
+    with weight ``1 / (m - 1)``), ``n_c`` its row sums and ``n`` their total (Krippendorff 2011,
+    "Computing Krippendorff's Alpha-Reliability", eqs. for D_o and D_e). ``d2`` is the level's
+    difference: nominal ``c != k``; ordinal ``(sum_{g=c..k} n_g - (n_c + n_k) / 2) ** 2`` over
+    the ranks of ``values`` (default: the values sorted); interval ``(c - k) ** 2``; ratio
+    ``((c - k) / (c + k)) ** 2`` (these two need numbers).
+
+    Missing labels are absent or None. Units with fewer than two values carry no pair and are
+    ignored. Raises ValueError when no unit has two values, or when every pairable value is the
+    same (expected disagreement is zero: alpha is 0/0).
+    """
+    if level not in ("nominal", "ordinal", "interval", "ratio"):
+        raise ValueError(f"level must be nominal, ordinal, interval or ratio, got {level!r}")
+    rows = [[v for v in unit if v is not None] for unit in units]
+    rows = [row for row in rows if len(row) >= 2]
+    if not rows:
+        raise ValueError("krippendorff_alpha needs at least one unit with two or more values")
+    present = list(dict.fromkeys(v for row in rows for v in row))
+    if values is not None:
+        unknown = [v for v in present if v not in values]
+        if unknown:
+            raise ValueError(f"values not on the scale {list(values)!r}: {unknown!r}")
+        scale = list(values)
+    else:
+        try:
+            scale = sorted(present)  # type: ignore[type-var]
+        except TypeError as exc:
+            raise ValueError(f"values cannot be sorted; pass values=: {exc}") from None
+    index = {v: i for i, v in enumerate(scale)}
+    k = len(scale)
+    coincidence = np.zeros((k, k), dtype=np.float64)
+    for row in rows:
+        counts = np.bincount([index[v] for v in row], minlength=k).astype(np.float64)
+        coincidence += (np.outer(counts, counts) - np.diag(counts)) / (len(row) - 1)
+    marginals = coincidence.sum(axis=1)
+    total = float(marginals.sum())
+    d2 = _difference(level, scale, marginals)
+    expected = float(np.sum(np.outer(marginals, marginals) * d2))
+    if expected <= 0.0:
+        raise ValueError(
+            "krippendorff_alpha is undefined when every label is the same "
+            "(no expected disagreement)"
+        )
+    return 1.0 - (total - 1.0) * float(np.sum(coincidence * d2)) / expected
+
+
+def _difference(
+    level: Level, scale: Sequence[object], marginals: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    k = len(scale)
+    if level == "nominal":
+        return 1.0 - np.eye(k)
+    if level == "ordinal":
+        cumulative = np.concatenate(([0.0], np.cumsum(marginals)))
+        low = np.minimum.outer(np.arange(k), np.arange(k))
+        high = np.maximum.outer(np.arange(k), np.arange(k))
+        between = cumulative[high + 1] - cumulative[low]
+        d: npt.NDArray[np.float64] = (
+            between - (marginals[:, None] + marginals[None, :]) / 2.0
+        ) ** 2
+        np.fill_diagonal(d, 0.0)
+        return d
+    try:
+        numbers = np.array([float(v) for v in scale], dtype=np.float64)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"the {level} level needs numeric values, got {list(scale)!r}") from None
+    diff = numbers[:, None] - numbers[None, :]
+    if level == "interval":
+        result: npt.NDArray[np.float64] = diff**2
+        return result
+    sums = numbers[:, None] + numbers[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(sums == 0.0, 0.0, diff / np.where(sums == 0.0, 1.0, sums))
+    result = ratio**2
+    return result
+
+
+@dataclass(frozen=True)
+class QuestionAgreement:
+    """How far annotators agree on one question of the form.
+
+    ``alpha`` is Krippendorff's ordinal alpha; ``kappa`` the mean quadratic-weighted Cohen's
+    kappa over ``kappa_pairs`` pairs of annotators; ``percent_agreement`` the share of
+    identical pairs of labels. A statistic that cannot be computed is None and ``note`` says why.
+    """
+
+    question: str
+    labels: int
+    items: int
+    items_multi: int
+    """Samples with two or more labels: the ones every statistic here is computed from."""
+    annotators: int
+    alpha: float | None
+    kappa: float | None
+    kappa_pairs: int
+    percent_agreement: float | None
+    note: str | None = None
+
+
+def _answers(labels: Iterable[HumanLabel], question: str) -> dict[str, dict[str, str]]:
+    """sample id → annotator → answer (as the scale's string) for the answered labels."""
+    table: dict[str, dict[str, str]] = defaultdict(dict)
+    for label in labels:
+        answer = getattr(label, question)
+        if answer is not None:
+            table[label.sample_id][label.annotator] = str(answer)
+    return table
+
+
+def _question_agreement(question: str, labels: Sequence[HumanLabel]) -> QuestionAgreement:
+    scale = ORDINAL_SCALES[question]
+    rank = {value: i for i, value in enumerate(scale)}
+    table = _answers(labels, question)
+    annotators = sorted({a for answers in table.values() for a in answers})
+    multi = [answers for answers in table.values() if len(answers) >= 2]
+    notes: list[str] = []
+    alpha: float | None = None
+    agreement: float | None = None
+    if multi:
+        try:
+            alpha = krippendorff_alpha(
+                (list(a.values()) for a in multi), level="ordinal", values=scale
+            )
+        except ValueError:
+            notes.append("alpha undefined: every label is the same")
+        same = total = 0
+        for answers in multi:
+            counts = Counter(answers.values())
+            m = len(answers)
+            total += m * (m - 1) // 2
+            same += sum(c * (c - 1) // 2 for c in counts.values())
+        agreement = same / total
+    else:
+        notes.append("no sample has two labels")
+    kappas: list[float] = []
+    for a, b in combinations(annotators, 2):
+        shared = [s for s, answers in table.items() if a in answers and b in answers]
+        if len(shared) < 2:
+            continue
+        try:
+            kappas.append(
+                cohen_kappa(
+                    [rank[table[s][a]] for s in shared],
+                    [rank[table[s][b]] for s in shared],
+                    weights="quadratic",
+                )
+            )
+        except ValueError:
+            continue
+    if multi and not kappas:
+        notes.append("kappa undefined: no two annotators share two samples with varied labels")
+    return QuestionAgreement(
+        question=question,
+        labels=sum(len(answers) for answers in table.values()),
+        items=len(table),
+        items_multi=len(multi),
+        annotators=len(annotators),
+        alpha=alpha,
+        kappa=sum(kappas) / len(kappas) if kappas else None,
+        kappa_pairs=len(kappas),
+        percent_agreement=agreement,
+        note="; ".join(notes) or None,
+    )
+
+
+def annotator_agreement(labels: Iterable[HumanLabel]) -> dict[str, QuestionAgreement]:
+    """Inter-annotator agreement per question of the form (`QUESTIONS` order)."""
+    kept = list(labels)
+    return {question: _question_agreement(question, kept) for question in QUESTIONS}
+
+
+def label_counts(labels: Iterable[HumanLabel]) -> Mapping[str, int]:
+    """Labels per annotator, for the import summary."""
+    return dict(sorted(Counter(label.annotator for label in labels).items()))
