@@ -523,7 +523,7 @@ def _question_agreement(question: str, labels: Sequence[HumanLabel]) -> Question
             same += sum(c * (c - 1) // 2 for c in counts.values())
         agreement = same / total
     else:
-        notes.append("no sample has two labels")
+        notes.append("no sample has two labels" if table else "nobody answered this question")
     kappas: list[float] = []
     for a, b in combinations(annotators, 2):
         shared = [s for s, answers in table.items() if a in answers and b in answers]

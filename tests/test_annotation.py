@@ -139,6 +139,7 @@ def test_agreement_per_question_alpha_kappa_and_raw_agreement_by_hand() -> None:
     assert relevance.percent_agreement is None
     assert relevance.note == "no sample has two labels"
     assert stats["accuracy"].labels == 0
+    assert stats["accuracy"].note == "nobody answered this question"
 
 
 def test_agreement_when_everyone_gives_the_same_answer() -> None:

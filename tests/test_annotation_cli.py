@@ -162,7 +162,8 @@ def test_import_merges_annotators_and_prints_agreement(
     rows = {line.split()[0]: line.split() for line in captured.out.splitlines() if line}
     assert rows["relevance"][:4] == ["relevance", "7", "4", "3"]
     assert rows["accuracy"][1:5] == ["0", "0", "0", "—"]
-    assert "accuracy: no sample has two labels" in captured.out
+    assert "accuracy: nobody answered this question" in captured.out
+    assert "grounded: " not in captured.out  # every statistic of grounded is defined
     merged = list(load_labels(out))
     assert len(merged) == 7
     assert [lab.sample_id for lab in merged][:2] == [ids[0], ids[0]]

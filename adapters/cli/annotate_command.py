@@ -234,7 +234,7 @@ def _agreement_table(agreement: Mapping[str, QuestionAgreement]) -> str:
     ]
     text.append(
         "alpha: Krippendorff's ordinal alpha; kappa: mean pairwise Cohen's kappa, quadratic "
-        "weights; agree%: identical pairs of labels; items≥2: samples with two or more labels"
+        "weights;\nagree%: identical pairs of labels; items≥2: samples with two or more labels"
     )
     text.extend(notes)
     return "\n".join(text)
