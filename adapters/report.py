@@ -40,6 +40,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeAlias
 
+from ragbridge.core.agreement import AgreementTable, MetricAgreement, Statistic
 from ragbridge.core.crosscheck import CrossComparison, MeasureComparison
 from ragbridge.core.diagnosis import Diagnosis, Quadrant, diagnose
 from ragbridge.core.results import Evaluation, MetricSummary, Score, Usage
@@ -738,6 +739,117 @@ def _comparison_section(comparison: CrossComparison, anchors: Mapping[str, str])
     return out
 
 
+# --------------------------------------------------------------------------- judge agreement
+
+
+def _stat(stat: Statistic) -> str:
+    """A statistic's cell: the value and its CI, or "undefined" with the reason on hover."""
+    if stat.value is None:
+        return f'<span class="muted" title="{_e(stat.undefined)}">undefined</span>'
+    text = f"{stat.value:.3f}"
+    if stat.ci_low is not None and stat.ci_high is not None:
+        text += f' <span class="muted">{_ci(stat.ci_low, stat.ci_high)}</span>'
+    return text
+
+
+def _agreement_row(row: MetricAgreement) -> str:
+    default = row.default
+    best = row.best
+    kappa0 = _stat(default.kappa) if default else _stat(Statistic.missing(row.best_undefined or ""))
+    if best is not None:
+        kappa_best = f"{_stat(best.kappa)} at {best.threshold:.3g}"
+        balanced = _stat(best.balanced_accuracy)
+        confusion_best = _e(best.confusion.text())
+    else:
+        why = row.best_undefined or "no threshold"
+        kappa_best = f'<span class="muted" title="{_e(why)}">undefined</span>'
+        balanced = confusion_best = "—"
+    balanced0 = _stat(default.balanced_accuracy) if default else "—"
+    lost = f"{row.n_failed} failed, {row.n_skipped} skipped, {row.n_missing} missing"
+    return (
+        f'<tr data-metric="{_e(row.label)}"><td>{_e(row.label)}</td><td>{_e(row.question)}</td>'
+        f'<td class="num n">{row.n}</td><td class="num">{row.n_labels}</td>'
+        f'<td class="num kappa-default">{kappa0}</td>'
+        f'<td class="num">{balanced0}</td>'
+        f'<td class="num kappa-best">{kappa_best}</td><td class="num">{balanced}</td>'
+        f'<td class="num spearman">{_stat(row.spearman)}</td>'
+        f'<td class="num auroc">{_stat(row.auroc)}</td>'
+        f'<td class="num confusion">{_e(default.confusion.text()) if default else "—"}</td>'
+        f'<td class="num">{confusion_best}</td><td class="muted">{_e(lost)}</td></tr>'
+    )
+
+
+def _agreement_section(table: AgreementTable) -> list[str]:
+    """Each judge metric against the people's labels of the same samples (`judge_agreement`)."""
+    out = ['<section id="agreement"><h2>Judge agreement with people</h2>']
+    source = "; ".join(f"{k}: {v}" for k, v in table.source.items())
+    out.append(
+        f'<p class="muted">{table.labelled_samples} labelled samples, {table.labels} labels by '
+        f"{table.annotators} annotator(s){'; ' + _e(source) if source else ''}. Positive = the "
+        "people's yes (the row's question); the judge says yes when its score is above the "
+        f"threshold ({table.default_threshold:g} by default), below it for a measure of harm "
+        f"(hallucination). Best threshold: {_e(table.best_by)}. Ties: {_e(table.ties)}. "
+        f"CIs: {table.confidence:.0%} percentile bootstrap, {table.n_resamples} resamples, "
+        f"seed {table.seed}.</p>"
+    )
+    out.extend(f'<p class="note">{_e(note)}</p>' for note in table.notes)
+    t0 = f"{table.default_threshold:g}"
+    out.append(
+        '<table class="agreement"><thead><tr><th>Metric</th><th>Question</th>'
+        '<th class="num">n</th><th class="num">Labels</th>'
+        f'<th class="num">Kappa at {t0}</th><th class="num">Balanced acc. at {t0}</th>'
+        '<th class="num">Kappa at best threshold</th>'
+        '<th class="num">Balanced acc. at best</th><th class="num">Spearman</th>'
+        '<th class="num">AUROC</th>'
+        f'<th class="num">TP/FP/FN/TN at {t0}</th><th class="num">TP/FP/FN/TN at best</th>'
+        "<th>Not compared</th></tr></thead><tbody>"
+    )
+    out.extend(_agreement_row(row) for row in table.rows)
+    out.append("</tbody></table>")
+    details: list[str] = []
+    for row in table.rows:
+        lines = list(row.notes)
+        for name, stat in (
+            (f"kappa at {t0}", row.default.kappa if row.default else None),
+            ("Spearman", row.spearman),
+            ("AUROC", row.auroc),
+        ):
+            if stat is not None and stat.undefined:
+                lines.append(f"{name} undefined: {stat.undefined}")
+            if stat is not None and stat.ci_note:
+                lines.append(f"{name}: no CI, {stat.ci_note}")
+        if row.best is not None:
+            lines.append(f"best threshold: {row.best.rule}")
+        elif row.best_undefined:
+            lines.append(f"no best threshold: {row.best_undefined}")
+        if lines:
+            items = "".join(f"<li>{_e(line)}</li>" for line in lines)
+            details.append(
+                f'<li data-metric="{_e(row.label)}">{_e(row.label)}<ul>{items}</ul></li>'
+            )
+    if details:
+        out.append(f'<ul class="agreement-notes">{"".join(details)}</ul>')
+    if table.people:
+        out.append(
+            '<h3>Between people</h3><table class="people"><thead><tr><th>Question</th>'
+            '<th class="num">Samples</th><th class="num">Annotator pairs</th>'
+            '<th class="num">Scott\'s pi</th></tr></thead><tbody>'
+        )
+        for p in table.people:
+            out.append(
+                f'<tr><td>{_e(p.question)}</td><td class="num">{p.samples}</td>'
+                f'<td class="num">{p.pairs}</td><td class="num">{_stat(p.kappa)}</td></tr>'
+            )
+        out.append("</tbody></table>")
+    if table.not_compared:
+        items = "".join(
+            f"<li>{_e(metric)}: {_e(why)}</li>" for metric, why in table.not_compared.items()
+        )
+        out.append(f'<p class="muted">Not compared:</p><ul class="not-compared">{items}</ul>')
+    out.append("</section>")
+    return out
+
+
 # --------------------------------------------------------------------------- drill-down
 
 
@@ -930,6 +1042,7 @@ def render_report(
     title: str = "ragbridge report",
     generated_by: str | None = None,
     generated_at: datetime | None = None,
+    agreement: AgreementTable | None = None,
 ) -> str:
     """The report as one self-contained HTML document (a ``str``).
 
@@ -938,10 +1051,13 @@ def render_report(
     drill-down with questions, answers and contexts. ``diagnosis`` defaults to ``diagnose()`` of
     each pipeline; where no retrieval or generation measure was scored the quadrant chart is
     omitted with a note. ``generated_at`` (default: now) is the date printed in the header.
-    Bad input raises ValueError/TypeError naming the argument and the key.
+    ``agreement`` (`ragbridge.core.agreement.judge_agreement`) adds the judge-agreement section;
+    without it there is none. Bad input raises ValueError/TypeError naming the argument and the key.
     """
     if not isinstance(title, str):
         raise TypeError(f"title must be a str, got {type(title).__name__}")
+    if agreement is not None and not isinstance(agreement, AgreementTable):
+        raise TypeError(f"agreement must be an AgreementTable, got {type(agreement).__name__}")
     if comparison is not None and not isinstance(comparison, CrossComparison):
         raise TypeError(f"comparison must be a CrossComparison, got {type(comparison).__name__}")
     pipelines = _pipelines(evaluations)
@@ -955,6 +1071,7 @@ def render_report(
     nav = [
         ("overview", "Overview"),
         ("summary", "Summaries"),
+        *([("agreement", "Agreement")] if agreement is not None else []),
         ("distributions", "Distributions"),
         ("quadrants", "Quadrants"),
         *([("comparison", "Comparison")] if comparison is not None else []),
@@ -965,6 +1082,8 @@ def render_report(
     nav_html = "<nav>" + "".join(f'<a href="#{i}">{t}</a>' for i, t in nav) + "</nav>"
     body.extend(_header(title, pipelines, index, generated_by, when, nav_html))
     body.extend(_summary_section(summaries))
+    if agreement is not None:
+        body.extend(_agreement_section(agreement))
     body.extend(_distribution_section(pipelines))
     body.extend(_quadrant_section(diagnoses, index))
     if comparison is not None:
@@ -1009,6 +1128,7 @@ def write_report(
     title: str = "ragbridge report",
     generated_by: str | None = None,
     generated_at: datetime | None = None,
+    agreement: AgreementTable | None = None,
 ) -> Path:
     """Render the report and write it to ``path`` (UTF-8, parent folders created); returns it."""
     text = render_report(
@@ -1019,6 +1139,7 @@ def write_report(
         title=title,
         generated_by=generated_by,
         generated_at=generated_at,
+        agreement=agreement,
     )
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
