@@ -831,14 +831,18 @@ def _agreement_section(table: AgreementTable) -> list[str]:
         out.append(f'<ul class="agreement-notes">{"".join(details)}</ul>')
     if table.people:
         out.append(
-            '<h3>Between people</h3><table class="people"><thead><tr><th>Question</th>'
-            '<th class="num">Samples</th><th class="num">Annotator pairs</th>'
-            '<th class="num">Scott\'s pi</th></tr></thead><tbody>'
+            '<h3>Between people</h3><p class="muted">On the question\'s own scale, over the '
+            "samples two or more people labelled: the agreement a judge can hardly exceed.</p>"
+            '<table class="people"><thead><tr><th>Question</th><th class="num">Samples</th>'
+            '<th class="num">Annotators</th><th class="num">Krippendorff\'s alpha</th>'
+            '<th class="num">Mean pairwise kappa (quadratic)</th><th class="num">Pairs</th>'
+            "</tr></thead><tbody>"
         )
         for p in table.people:
             out.append(
                 f'<tr><td>{_e(p.question)}</td><td class="num">{p.samples}</td>'
-                f'<td class="num">{p.pairs}</td><td class="num">{_stat(p.kappa)}</td></tr>'
+                f'<td class="num">{p.annotators}</td><td class="num">{_stat(p.alpha)}</td>'
+                f'<td class="num">{_stat(p.kappa)}</td><td class="num">{p.kappa_pairs}</td></tr>'
             )
         out.append("</tbody></table>")
     if table.not_compared:

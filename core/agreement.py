@@ -34,6 +34,10 @@ balanced accuracy at that threshold is reported next to it. Ties go to the cut c
 default. The maximum is in-sample: on a hundred samples it flatters the judge; read it as "the
 threshold to try", and the kappa at the default as the honest figure.
 
+When some samples have two or more annotators, the table also carries how far those people
+agree with each other (`people_agreement`, computed by `ragbridge.core.annotation`): the ceiling
+a judge can hardly exceed.
+
 An undefined statistic is a `Statistic` with a reason (one class of people's labels, a constant
 score, fewer than two samples), never a 0 or a NaN that reads as a result.
 """
@@ -44,13 +48,13 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import combinations
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from .annotation import annotator_agreement
 from .labels import QUESTIONS, HumanLabel, LabelQuestion, question_for
 from .results import Evaluation
 from .stats import auroc, cohen_kappa, spearman
@@ -193,16 +197,20 @@ class MetricAgreement(BaseModel):
 
 class PeopleAgreement(BaseModel):
     """How far the annotators agree among themselves on one question: the ceiling a judge can
-    reasonably be asked to reach. Scott's pi over every pair of annotators of the same sample
-    (Cohen's kappa of the pooled pairs, each entered both ways round)."""
+    reasonably be asked to reach. Computed by `ragbridge.core.annotation.annotator_agreement`
+    (one implementation for the annotation import and this table): Krippendorff's ordinal
+    alpha and the mean quadratic-weighted Cohen's kappa over annotator pairs, on the question's
+    own scale (1–5, no < partly < yes) — not the yes/no view the judge's kappa uses."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     question: str
     samples: int
     """Samples with at least two annotators."""
-    pairs: int
+    annotators: int
+    alpha: Statistic
     kappa: Statistic
+    kappa_pairs: int
 
 
 class AgreementTable(BaseModel):
@@ -275,37 +283,24 @@ def consensus(labels: Iterable[HumanLabel], question: LabelQuestion) -> dict[str
 
 
 def people_agreement(labels: Sequence[HumanLabel], question: LabelQuestion) -> PeopleAgreement:
-    """Scott's pi of the annotators' yes/no on ``question`` over all annotator pairs per sample.
+    """The annotators' agreement with each other on ``question`` (`annotator_agreement`)."""
+    found = annotator_agreement(labels)[question.name]
+    why = found.note or "undefined"
 
-    Each unordered pair of annotators of one sample is one item, entered as (a, b) and (b, a),
-    so both "raters" share one marginal and Cohen's kappa of the pooled table is Scott's pi
-    (Scott 1955) — the chance-corrected agreement of two people drawn at random.
-    """
-    by_sample: dict[str, list[bool]] = defaultdict(list)
-    for label in labels:
-        value = _answer(label, question)
+    def stat(value: float | None, name: str) -> Statistic:
         if value is not None:
-            by_sample[label.sample_id].append(question.positive(value))
-    first: list[bool] = []
-    second: list[bool] = []
-    samples = 0
-    for verdicts in by_sample.values():
-        if len(verdicts) < 2:
-            continue
-        samples += 1
-        for a, b in combinations(verdicts, 2):
-            first += [a, b]
-            second += [b, a]
-    pairs = len(first) // 2
-    if not pairs:
-        kappa = Statistic.missing("no sample has two annotators")
-    else:
-        try:
-            kappa = Statistic.of(cohen_kappa(first, second))
-        except ValueError:
-            side = "yes" if first[0] else "no"
-            kappa = Statistic.missing(f"every annotator answered {side} on every shared sample")
-    return PeopleAgreement(question=question.name, samples=samples, pairs=pairs, kappa=kappa)
+            return Statistic.of(value)
+        parts = [n for n in why.split("; ") if n.startswith(name)] or [why]
+        return Statistic.missing(parts[0])
+
+    return PeopleAgreement(
+        question=question.name,
+        samples=found.items_multi,
+        annotators=found.annotators,
+        alpha=stat(found.alpha, "alpha"),
+        kappa=stat(found.kappa, "kappa"),
+        kappa_pairs=found.kappa_pairs,
+    )
 
 
 # --------------------------------------------------------------------------- thresholds

@@ -21,6 +21,7 @@ from ragbridge.core.agreement import (
     judge_says_yes,
     people_agreement,
 )
+from ragbridge.core.annotation import annotator_agreement
 from ragbridge.core.labels import QUESTIONS, HumanLabel
 from ragbridge.core.results import Evaluation, Score
 from ragbridge.core.stats import cohen_kappa
@@ -142,25 +143,29 @@ def test_tied_samples_are_left_out_of_binary_statistics_and_counted() -> None:
     assert any("tied annotators" in note for note in row.notes)
 
 
-def test_people_agreement_is_scotts_pi_over_annotator_pairs() -> None:
+def test_agreement_between_people_comes_from_the_annotation_module() -> None:
     labels = [
         HumanLabel(sample_id="1", annotator="a", grounded="yes"),
         HumanLabel(sample_id="1", annotator="b", grounded="yes"),
         HumanLabel(sample_id="2", annotator="a", grounded="no"),
         HumanLabel(sample_id="2", annotator="b", grounded="no"),
         HumanLabel(sample_id="3", annotator="a", grounded="yes"),
-        HumanLabel(sample_id="3", annotator="b", grounded="no"),
+        HumanLabel(sample_id="3", annotator="b", grounded="partly"),
         HumanLabel(sample_id="4", annotator="a", grounded="yes"),  # alone: no pair
     ]
     people = people_agreement(labels, QUESTIONS["grounded"])
-    assert (people.samples, people.pairs) == (3, 3)
-    # pooled both ways: p_o = 4/6, p_yes = 1/2 -> p_e = 1/2 -> pi = 1/3
-    assert people.kappa.value == pytest.approx(1 / 3)
+    found = annotator_agreement(labels)["grounded"]
+    assert (people.samples, people.annotators, people.kappa_pairs) == (3, 2, 1)
+    assert people.alpha.value == pytest.approx(found.alpha)
+    assert people.kappa.value == pytest.approx(found.kappa)
     ev = Evaluation([(s, "faithfulness", Score(value=0.5)) for s in "1234"])
     table = judge_agreement(ev, labels)
-    assert [p.question for p in table.people] == ["grounded"]
-    single = people_agreement(labels[-1:], QUESTIONS["grounded"])
-    assert single.kappa.undefined == "no sample has two annotators"
+    assert table.people == [people]
+    single = judge_agreement(ev, labels[-1:] + labels[:1])
+    assert single.people == []  # nobody labelled a sample twice: no row
+    same = people_agreement(labels[:2], QUESTIONS["grounded"])
+    assert same.alpha.value is None
+    assert same.alpha.undefined == "alpha undefined: every label is the same"
 
 
 def test_one_class_of_people_labels_makes_kappa_auroc_and_threshold_undefined() -> None:

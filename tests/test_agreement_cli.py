@@ -172,7 +172,7 @@ def test_results_mode_compares_a_run_with_several_annotators_and_reports_the_tie
     assert code == 0, err
     assert out.splitlines()[0] == "6 labelled samples, 12 labels, 2 annotators"
     assert "1 sample(s) with tied annotators" in out
-    assert "between people (grounded): Scott's pi" in out
+    assert "between people (grounded, 6 samples, 2 annotators): Krippendorff's alpha" in out
     row = json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))["rows"][0]
     assert (row["n"], row["n_binary"], row["n_ties"], row["n_labels"]) == (6, 5, 1, 12)
     # without q5: judge yes on q0, q1, q4; people yes on q0, q1 -> TP 2, FP 1, FN 0, TN 2

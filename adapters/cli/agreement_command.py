@@ -458,9 +458,10 @@ def table_lines(table: AgreementTable) -> list[str]:
             lines.append(f"  {row.label}: {note}")
     for person in table.people:
         lines.append(
-            f"  between people ({person.question}): Scott's pi {_fmt_stat(person.kappa)} over "
-            f"{person.pairs} annotator pairs on {person.samples} samples"
-            + (f" — {person.kappa.undefined}" if person.kappa.undefined else "")
+            f"  between people ({person.question}, {person.samples} samples, "
+            f"{person.annotators} annotators): Krippendorff's alpha {_fmt_stat(person.alpha)}, "
+            f"mean pairwise kappa {_fmt_stat(person.kappa)} (quadratic, on the 1-5/yes-partly-no "
+            "scale)"
         )
     for metric, why in table.not_compared.items():
         lines.append(f"  {metric}: not compared, {why}")
