@@ -246,6 +246,8 @@ def _run_dataset(args: argparse.Namespace) -> int:
     source = {"dataset": labelled.description, "path": str(labelled.path)}
     if judge is not None:
         source["judge"] = judge.model
+    if embedder is not None:
+        source["embedder"] = str(getattr(embedder, "model", type(embedder).__name__))
     table = judge_agreement(
         evaluation,
         labelled.labels,
@@ -449,10 +451,12 @@ def table_lines(table: AgreementTable) -> list[str]:
     lines += [
         "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows
     ]
-    lines.append(
-        f"judge says yes when score > t (hallucination: score < t); best t maximises kappa "
-        f"in-sample; CIs: {table.n_resamples} bootstrap resamples, seed {table.seed}"
-    )
+    lines += [
+        f"positive: the people's yes; the judge says yes when score > t (hallucination: < t); "
+        f"t = {t0} or the best cut,",
+        f"the observed score maximising kappa on these samples (in-sample: optimistic); "
+        f"CIs: {table.n_resamples} bootstrap resamples, seed {table.seed}",
+    ]
     for row in table.rows:
         for note in _row_notes(row, t0):
             lines.append(f"  {row.label}: {note}")
