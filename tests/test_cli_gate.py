@@ -125,3 +125,79 @@ def test_bad_results_files_are_one_line(
     code, _, err = run_cli(capsys, "gate", str(path), "--threshold", "mrr=0.5")
     assert code == 2
     assert err == f"ragbridge: error: {message.format(p=path)}\n"
+
+
+# --------------------------------------------------------------------------- held-out split
+
+TAMPERED = {
+    "data": "data.test.jsonl",
+    "ok": False,
+    "lock": "data.test.lock.json",
+    "lock_sha256": "0" * 64,
+    "checked": 12,
+    "locked": 12,
+    "edited": [{"id": "q7", "fields": ["reference"]}],
+    "added": [],
+    "removed": [],
+    "renamed": [],
+    "dev_file": "data.dev.jsonl",
+    "dev": "checked",
+    "counts": {"edited": 1, "added": 0, "removed": 0, "renamed": 0, "dev_leaks": 1,
+               "prompt_leaks": 0},
+    "prompt_files": [],
+    "near_duplicate": 0.8,
+    "leaks": [{"test_id": "q9", "source": "dev", "where": "q2", "kind": "near",
+               "similarity": 0.857, "text": "..."}],
+}  # fmt: skip
+"""What ``eval`` records in the results header for a test file edited since its lock."""
+
+
+def test_a_recorded_held_out_problem_warns_without_strict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = _results(tmp_path / "r.jsonl", {"mrr": [1.0] * 3}, heldout=TAMPERED)
+    code, out, err = run_cli(capsys, "gate", str(results), "--threshold", "mrr=0.5")
+    assert code == 0
+    assert out.splitlines() == ["✓ mrr = 1.000, required >= 0.500", "gate passed"]
+    assert err.splitlines() == [
+        "ragbridge: warning: held-out split (recorded by eval): 1 test sample edited since the "
+        "lock data.test.lock.json: q7 (reference)",
+        "ragbridge: warning: held-out split (recorded by eval): 1 test question also in the dev "
+        "split data.dev.jsonl: q9 (near duplicate 0.86: dev q2)",
+        "ragbridge: the gate does not fail on it without --strict",
+    ]
+
+
+def test_a_recorded_held_out_problem_fails_a_strict_gate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = _results(tmp_path / "r.jsonl", {"mrr": [1.0] * 3}, heldout=TAMPERED)
+    code, out, _ = run_cli(capsys, "gate", str(results), "--threshold", "mrr=0.5", "--strict")
+    assert code == 1
+    assert out.splitlines() == [
+        "✗ held-out split (recorded by eval): 1 test sample edited since the lock "
+        "data.test.lock.json: q7 (reference)",
+        "✗ held-out split (recorded by eval): 1 test question also in the dev split "
+        "data.dev.jsonl: q9 (near duplicate 0.86: dev q2)",
+        "✓ mrr = 1.000, required >= 0.500",
+        "gate failed: 2 checks missed",
+    ]
+
+
+def test_strict_alone_is_a_check_and_needs_a_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clean = {**TAMPERED, "ok": True, "edited": [], "leaks": [], "counts": {}}
+    results = _results(tmp_path / "r.jsonl", {"mrr": [1.0] * 3}, heldout=clean)
+    code, out, _ = run_cli(capsys, "gate", str(results), "--strict")
+    assert code == 0
+    assert out.splitlines() == [
+        "✓ held-out split (recorded by eval): data.test.jsonl matches its split lock "
+        "data.test.lock.json (12 test samples); no test question found in the dev split "
+        "data.dev.jsonl",
+        "gate passed",
+    ]
+    bare = _results(tmp_path / "bare.jsonl", {"mrr": [1.0] * 3})
+    code, out, _ = run_cli(capsys, "gate", str(bare), "--strict")
+    assert code == 1
+    assert out.splitlines()[-1] == "gate failed: 1 check missed"

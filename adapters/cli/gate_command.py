@@ -5,8 +5,15 @@ than ``--max-drop`` *and* a paired permutation test over the samples both runs s
 unlikely to be noise (p < ``--alpha``): small eval sets jitter, and a gate that cries wolf gets
 switched off. Each line says what was required and what was found
 (``✗ recall@4 = 0.892, required >= 0.900``). A results file of a run that was stopped early
-(its header carries ``aborted``) fails the gate. Exit codes: 0 pass, 1 gate failed, 2 bad
-arguments or files.
+(its header carries ``aborted``) fails the gate.
+
+A results file of a held-out test split carries the check ``eval`` made before scoring
+(``heldout`` in its header: the test file against its split lock, test questions against the
+dev file and prompt files). A problem it recorded is a warning on stderr, and with ``--strict``
+a failed check (``✗ held-out split (recorded by eval): 1 test sample edited since the lock
+...``), so a CI gate on a tampered test split is not silently green; ``--strict`` also fails a
+results file that records no check. ``--data DATA.jsonl`` checks the test file again now.
+Exit codes: 0 pass, 1 gate failed, 2 bad arguments or files.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import argparse
 import math
 from typing import TYPE_CHECKING, Any
 
-from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli import console, split_command
 from ragbridge.adapters.cli.errors import EXIT_FAILED, EXIT_OK, UserError
 from ragbridge.adapters.cli.paths import check_input
 
@@ -55,6 +62,7 @@ def register(sub: Any) -> None:
         "--metrics",
         help="comma-separated metrics to compare with the baseline (default: all in both)",
     )
+    split_command.add_heldout_options(gate, gate=True)
     gate.set_defaults(handler=run_gate)
 
 
@@ -140,11 +148,62 @@ def _baseline_line(name: str, c: Any, up: bool, regressed: bool, args: argparse.
     )
 
 
+def _heldout(args: argparse.Namespace, recorded: Any) -> tuple[list[str], int]:
+    """The held-out lines of the gate and how many of them failed it.
+
+    Each problem is one line: a warning on stderr, or with ``--strict`` a ✗ line that fails
+    the gate. A clean check is a ✓ line; no check at all fails only ``--strict``.
+    """
+    from ragbridge.core.heldout.check import note_lines, ok_line, problem_lines
+
+    checks: list[tuple[str, dict[str, Any], list[str]]] = []
+    if isinstance(recorded, dict):
+        checks.append(("recorded by eval", recorded, []))
+    if args.data:
+        fresh = split_command.heldout_record(args, check_input(args.data))
+        if fresh is not None:
+            extra: list[str] = []
+            before = recorded.get("lock_sha256") if isinstance(recorded, dict) else None
+            now = fresh.get("lock_sha256")
+            if before and now and before != now:
+                extra.append(
+                    f"the split lock {fresh.get('lock')} is not the one eval checked "
+                    "(it was replaced or edited since)"
+                )
+            checks.append(("checked now", fresh, extra))
+    if not checks:
+        if not args.strict:
+            return [], 0
+        return [
+            "✗ held-out split: the results record no held-out check (eval found no split "
+            "lock for its data); give --data DATA.jsonl to check the test file now"
+        ], 1
+    lines: list[str] = []
+    failed = 0
+    for when, meta, extra in checks:
+        problems = [*problem_lines(meta), *extra]
+        for note in note_lines(meta):
+            console.note(f"held-out split ({when}): {note}")
+        if not problems:
+            lines.append(f"✓ held-out split ({when}): {ok_line(meta)}")
+        elif args.strict:
+            lines += [f"✗ held-out split ({when}): {p}" for p in problems]
+            failed += len(problems)
+        else:
+            for problem in problems:
+                console.warn(f"held-out split ({when}): {problem}")
+            console.note("the gate does not fail on it without --strict")
+    return lines, failed
+
+
 def run_gate(args: argparse.Namespace) -> int:
     from ragbridge.core.stats import compare
 
-    if not args.threshold and not args.baseline:
-        raise UserError("nothing to check: give --threshold METRIC=VALUE and/or --baseline FILE")
+    if not (args.threshold or args.baseline or args.strict or args.data):
+        raise UserError(
+            "nothing to check: give --threshold METRIC=VALUE, --baseline FILE, --strict "
+            "or --data DATA.jsonl"
+        )
     _check_numbers(args)
     current = _load(args.results, "results")
     thresholds = _thresholds(args.threshold, current)
@@ -155,6 +214,9 @@ def run_gate(args: argparse.Namespace) -> int:
     if aborted:
         failed += 1
         lines.append(f"✗ the run was stopped early: {aborted}")
+    heldout_lines, heldout_failed = _heldout(args, current.metadata.get("heldout"))
+    lines += heldout_lines
+    failed += heldout_failed
     for name, wanted in thresholds.items():
         ok, line = threshold_line(name, summary[name].mean, wanted, higher_is_better(name))
         failed += not ok
