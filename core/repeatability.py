@@ -45,7 +45,8 @@ __all__ = [
 ]
 
 DEFAULT_VERDICT_THRESHOLD = 0.5
-"""A score at or above this is a "yes" verdict when counting flips (0/1 graders are unaffected)."""
+"""A score above this is a "yes" verdict when counting flips, as in ``ragbridge agreement`` and the
+offline providers' own verdicts (0/1 graders are unaffected)."""
 
 SampleSource = Sequence[Sample] | Callable[[], Iterable[Sample]]
 """The samples, or a function that yields them afresh for each run (a file read N times)."""
@@ -177,7 +178,7 @@ def repeatability(
     """Per-metric repeatability of ``runs`` (the same samples and metrics scored each time).
 
     Variance is the population variance of a sample's N scores (0 when they agree). A sample
-    *flips* when its scores fall on both sides of ``threshold``. The CI is the seeded bootstrap
+    *flips* when some of its scores are above ``threshold`` and some are not. The CI is the seeded bootstrap
     CI of the mean over samples of each sample's average score across the runs.
     """
     if not runs:
@@ -222,7 +223,7 @@ def _figures(
             threshold, [],
         )  # fmt: skip
     variance = matrix.var(axis=1)
-    verdicts = matrix >= threshold
+    verdicts = matrix > threshold
     flips = [
         bool(low != high)
         for low, high in zip(verdicts.min(axis=1), verdicts.max(axis=1), strict=True)

@@ -63,6 +63,11 @@ def test_agreeing_runs_have_no_flips_and_zero_variance() -> None:
     assert f.judged is False
 
 
+def test_a_score_of_exactly_the_threshold_is_a_no_as_in_agreement() -> None:
+    f = repeatability([_run({"a": 0.5, "b": 0.5}), _run({"a": 0.5, "b": 0.6})])["m"]
+    assert f.flipped == ["b"]
+
+
 def test_threshold_is_checked() -> None:
     with pytest.raises(ValueError, match="threshold"):
         repeatability([_run({"a": 1.0})], threshold=1.5)

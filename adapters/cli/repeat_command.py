@@ -125,7 +125,7 @@ def repeat_lines(figures: Iterable[MetricRepeatability], runs: int) -> list[str]
     figures = list(figures)
     rows += [_row(f) for f in figures]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = [f"repeatability over {runs} runs (verdict: score >= 0.5)"]
+    lines = [f"repeatability over {runs} runs (verdict: yes when score > 0.5)"]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     for f in figures:
         if f.flipped:
