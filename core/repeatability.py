@@ -178,8 +178,8 @@ def repeatability(
     """Per-metric repeatability of ``runs`` (the same samples and metrics scored each time).
 
     Variance is the population variance of a sample's N scores (0 when they agree). A sample
-    *flips* when some of its scores are above ``threshold`` and some are not. The CI is the seeded bootstrap
-    CI of the mean over samples of each sample's average score across the runs.
+    *flips* when some of its scores are above ``threshold`` and some are not. The CI is the
+    seeded bootstrap CI of the mean over samples of each sample's average score across the runs.
     """
     if not runs:
         raise ValueError("repeatability needs at least one run")
