@@ -445,3 +445,16 @@ def test_the_results_header_record_is_plain_json(
     results = _eval(split_dir, capsys, "r.jsonl")
     header = json.loads(results.read_text().splitlines()[0])
     assert header["metadata"]["heldout"]["lock"] == str(split_dir / "data.test.lock.json")
+
+
+def test_run_strict_refuses_a_tampered_split_before_the_pipeline_is_imported(
+    split_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    test = _tamper(split_dir)
+    # the pipeline module does not exist: reaching its import would be a different error
+    code, _, err = run_cli(
+        capsys, "run", "no_such_pipeline_module:chain", str(test), *METRICS, "--strict"
+    )
+    assert code == 2
+    assert f"--strict: {test} differs from its split lock" in err
+    assert "no_such_pipeline_module" not in err

@@ -91,6 +91,7 @@ def register(sub: Any) -> None:
     )
     _outputs(run)
     add_scoring_options(run)
+    split_command.add_heldout_options(run)
     run.set_defaults(handler=run_pipeline)
 
     ls: argparse.ArgumentParser = sub.add_parser(
@@ -398,11 +399,14 @@ def run_pipeline(args: argparse.Namespace) -> int:
     data = check_input(args.data)
     questions = read_samples(args.data)  # before the pipeline: its import may take minutes
     plan = prepare(args, [data])
+    heldout = split_command.check_heldout(args, data)  # --strict refuses before the pipeline runs
     pipeline = _made(args.pipeline, "PIPELINE")
     samples = _run_any(pipeline, questions, args.pipeline)
     _save_samples(args, samples)
     _warn_self_judging(samples, plan.judge)
-    evaluation = score(args, plan, samples, len(samples))
+    evaluation = score(
+        args, plan, samples, len(samples), metadata={"heldout": heldout} if heldout else None
+    )
     return finish(args, evaluation, n_samples=len(samples), samples=lambda: samples, command="run")
 
 
