@@ -98,6 +98,8 @@ class Testset(NamedTuple):
     samples: list[Sample]
     report: TestsetReport
 
+    __test__ = False  # not a pytest test class, whatever its name says
+
 
 @dataclass
 class _Candidate:
