@@ -36,7 +36,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID, uuid4
 
 from pydantic import BaseModel
@@ -48,6 +48,9 @@ from ragbridge.core.judge import (
 )
 from ragbridge.core.results import Usage
 from ragbridge.core.sample import Context, Sample
+
+if TYPE_CHECKING:
+    from ragbridge.core.testset.documents import SourceDocument
 
 INSTALL_HINT = 'pip install "ragbridge[langchain]"'
 """What to run when the ``langchain`` extra is missing."""
@@ -75,6 +78,7 @@ __all__ = [
     "document_to_context",
     "retrieve_only",
     "run_pipeline",
+    "source_documents",
 ]
 
 Progress = Callable[[int, int], Any]
@@ -135,6 +139,64 @@ def document_to_context(
         score=score,
         metadata={str(k): _jsonable(v) for k, v in metadata.items()},
     )
+
+
+def source_documents(
+    docs: Iterable[Document],
+    *,
+    id_key: str | Sequence[str] | None = None,
+    title_key: str = "title",
+) -> list[SourceDocument]:
+    """LangChain `Document`s as the documents `ragbridge.core.testset.generate_testset` writes
+    questions from.
+
+    The id is found as `document_to_context` finds a context's (``metadata[id_key]``, then
+    ``Document.id``, then the first of `DEFAULT_ID_KEYS` in metadata), so a generated question's
+    relevance names the id the same documents carry when a LangChain retriever returns them.
+    The title is ``metadata[title_key]`` when it is a string; metadata is kept (JSON-safe).
+
+    Documents sharing an id are pieces of one document (a splitter copies ``source`` into every
+    chunk): they become ``id#1``, ``id#2``, ... in order, with the shared id as their parent,
+    so ``relevance="document"`` grades the id a retriever read with ``id_key`` reports. A
+    document with no id at all is refused, naming its position and the fix.
+    """
+    from ragbridge.core.testset.documents import SourceDocument
+
+    found: list[tuple[str, Document]] = []
+    for i, doc in enumerate(docs):
+        if not isinstance(doc, Document):
+            raise TypeError(f"docs[{i}] is a {type(doc).__name__}, not a LangChain Document")
+        doc_id = document_to_context(doc, id_key=id_key).id
+        if doc_id is None or not doc_id.strip():
+            keys = f"metadata[{id_key!r}], " if id_key is not None else ""
+            raise ValueError(
+                f"docs[{i}] has no id: set Document.id, or name the metadata key that holds one "
+                f"with id_key= (looked in {keys}Document.id, metadata {list(DEFAULT_ID_KEYS)})"
+            )
+        found.append((doc_id, doc))
+    counts: dict[str, int] = {}
+    for doc_id, _ in found:
+        counts[doc_id] = counts.get(doc_id, 0) + 1
+    seen: dict[str, int] = {}
+    out: list[SourceDocument] = []
+    for doc_id, doc in found:
+        metadata = {str(k): _jsonable(v) for k, v in (doc.metadata or {}).items()}
+        title = metadata.get(title_key)
+        parent: str | None = None
+        own_id = doc_id
+        if counts[doc_id] > 1:
+            seen[doc_id] = seen.get(doc_id, 0) + 1
+            own_id, parent = f"{doc_id}#{seen[doc_id]}", doc_id
+        out.append(
+            SourceDocument(
+                id=own_id,
+                text=doc.page_content,
+                title=title if isinstance(title, str) and title.strip() else None,
+                metadata=metadata,
+                parent_id=parent,
+            )
+        )
+    return out
 
 
 # --------------------------------------------------------------------------- capture

@@ -5,6 +5,8 @@
   embedding models as ragbridge's `Judge` and `Embedder`.
 * **Sink side** (`ragbridge.adapters.llamaindex.evaluators`): ragbridge metrics as LlamaIndex
   ``BaseEvaluator``s, and scoring of every query an engine answers as it happens.
+* **Test sets** (`ragbridge.adapters.llamaindex.documents`): documents and nodes as the
+  documents `ragbridge.core.testset.generate_testset` writes questions from.
 * **Retrieval** (`ragbridge.adapters.llamaindex.retrieval`): LlamaIndex's ``RetrieverEvaluator``
   with its numbers computed by ragbridge's trec_eval-exact ranking measures.
 
@@ -36,6 +38,7 @@ from .capture import (  # noqa: E402
     run_retriever,
     usage_of,
 )
+from .documents import source_documents  # noqa: E402
 from .evaluators import (  # noqa: E402
     LLAMAINDEX_PASSING,
     LiveScoring,
@@ -85,5 +88,6 @@ __all__ = [
     "run_query_engine",
     "run_retriever",
     "score_queries",
+    "source_documents",
     "usage_of",
 ]
