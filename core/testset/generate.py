@@ -98,7 +98,8 @@ class Testset(NamedTuple):
     samples: list[Sample]
     report: TestsetReport
 
-    __test__ = False  # not a pytest test class, whatever its name says
+
+Testset.__test__ = False  # type: ignore[attr-defined]  # not a pytest test class
 
 
 @dataclass
