@@ -227,7 +227,7 @@ def test_the_example_jsonl_lines_load_and_are_whole(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- commands
 
 PLACEHOLDER = re.compile(r"^[A-Z][A-Z_]*(\.\w+)?$")  # DATA.jsonl, QRELS, RUN, OUT
-OUTPUT_FLAGS = {"--out", "--report", "--cache", "--save-samples"}
+OUTPUT_FLAGS = {"--out", "--report", "--cache", "--save-samples", "--html", "--json"}
 PATHLIKE = re.compile(r"[\w.-]+\.(jsonl|json|txt|html|sqlite|csv)$|/")
 
 
@@ -303,6 +303,11 @@ def test_the_readme_commands_parse_and_name_files_that_exist(
         outputs = {argv[i + 1] for i, w in enumerate(argv[:-1]) if w in OUTPUT_FLAGS}
         if argv[0] == "export":
             outputs.add(argv[-1])
+        if argv[0] == "split":  # DATA.jsonl -> DATA.dev.jsonl, DATA.test.jsonl and the lock
+            stem = argv[1].removesuffix(".jsonl")
+            produced |= {f"{stem}.dev.jsonl", f"{stem}.test.jsonl", f"{stem}.test.lock.json"}
+        if argv[:2] == ["annotate", "import"]:  # labels-NAME.jsonl: saved by people from the form
+            produced |= {w for w in argv if re.fullmatch(r"labels-\w+\.jsonl", w)}
         for i, word in enumerate(argv[1:], start=1):
             if word in outputs or argv[i - 1] in OUTPUT_FLAGS | {"-m", "--metrics"}:
                 continue
