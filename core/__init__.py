@@ -11,10 +11,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .agreement import judge_agreement
     from .cache import Cache
     from .engine import EmbeddingEngine, JudgeEngine, Price
+    from .heldout import split_samples
     from .judge import Embedder, Entailment, EntailmentModel, Judge, JudgeReply
+    from .labels import HumanLabel
     from .metrics.base import Metric, MetricContext
+    from .repeatability import evaluate_repeated
     from .results import Evaluation, Failure, FailureKind, MetricSummary, Score, Usage
     from .retrieval import Measure, Qrels, Run, evaluate_run, score_sample, score_samples
     from .runner import aevaluate, estimate, evaluate
@@ -31,6 +35,7 @@ if TYPE_CHECKING:
     from .scoring import Scorer, explain
     from .settings import Settings
     from .stats import compare
+    from .testset import generate_testset
 
 _EXPORTS: dict[str, str] = {
     "Cache": "cache",
@@ -71,6 +76,11 @@ _EXPORTS: dict[str, str] = {
     "evaluate_run": "retrieval",
     "score_sample": "retrieval",
     "score_samples": "retrieval",
+    "generate_testset": "testset",
+    "split_samples": "heldout",
+    "HumanLabel": "labels",
+    "judge_agreement": "agreement",
+    "evaluate_repeated": "repeatability",
 }
 
 __all__ = [
@@ -83,6 +93,7 @@ __all__ = [
     "Evaluation",
     "Failure",
     "FailureKind",
+    "HumanLabel",
     "Judge",
     "JudgeEngine",
     "JudgeReply",
@@ -104,14 +115,18 @@ __all__ = [
     "compare",
     "estimate",
     "evaluate",
+    "evaluate_repeated",
     "evaluate_run",
     "explain",
+    "generate_testset",
     "iter_samples",
+    "judge_agreement",
     "load_samples",
     "sample_json_schema",
     "save_samples",
     "score_sample",
     "score_samples",
+    "split_samples",
 ]
 
 
