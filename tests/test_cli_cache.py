@@ -13,7 +13,8 @@ from ragbridge.adapters.cli.main import main
 from ragbridge.core import Context, Sample, evaluate
 from ragbridge.core.cache import Cache, CachedReply
 from ragbridge.core.prompts.faithfulness import ANSWER_ANALYZE, FAITHFULNESS_VERIFY
-from ragbridge.core.testing import CountingJudge, HashEmbedder
+from ragbridge.core.prompts.testset import TESTSET_SINGLE
+from ragbridge.core.testing import CountingJudge, HashEmbedder, minimal_instance
 
 VERDICT = {"reason": "r", "verdict": "supported", "context": 1}
 GOOD_VERIFY = json.dumps({"verdicts": [VERDICT, VERDICT]})
@@ -56,6 +57,10 @@ def planted(tmp_path: Path) -> Path:
         put(cache, "no-questions", NO_QUESTIONS, analyze.id, analyze.version)
         put(cache, "analysis", ANALYSIS, analyze.id, analyze.version)
         put(cache, "old-prompt", ANALYSIS, analyze.id, "0")
+        written = minimal_instance(TESTSET_SINGLE.schema).model_dump_json()
+        put(cache, "old-testset", written, TESTSET_SINGLE.id, "0")  # the test-set writer's too
+        put(cache, "testset", written, TESTSET_SINGLE.id, TESTSET_SINGLE.version)
+        put(cache, "testset-garbage", "no JSON here", TESTSET_SINGLE.id, TESTSET_SINGLE.version)
         put(cache, "framework", "free text of another framework", "deepeval", "4.3")
         put(cache, "framework-empty", "   ", "deepeval", "4.3")
         cache.put_embeddings("embed-x", ["a", "b"], [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
@@ -104,8 +109,10 @@ def test_prune_failed_removes_replies_that_fail_todays_checks(
 ) -> None:
     code, out, _ = run_cli(str(planted), "prune", "--failed", capsys=capsys)
     assert code == 0
-    assert "removed 5 failed of 10 replies" in out
-    assert keys(planted) == {"good", "legacy-ok", "analysis", "old-prompt", "framework"}
+    assert "removed 6 failed of 13 replies" in out
+    assert keys(planted) == {
+        "good", "legacy-ok", "analysis", "old-prompt", "framework", "old-testset", "testset"
+    }  # fmt: skip
 
 
 def test_prune_old_prompts_keeps_current_and_foreign_templates(
@@ -113,9 +120,9 @@ def test_prune_old_prompts_keeps_current_and_foreign_templates(
 ) -> None:
     code, out, _ = run_cli(str(planted), "prune", "--old-prompts", capsys=capsys)
     assert code == 0
-    assert "removed 1 replies to old prompt versions" in out
-    assert "old-prompt" not in keys(planted)
-    assert {"framework", "legacy-ok", "good"} <= keys(planted)
+    assert "removed 2 replies to old prompt versions" in out
+    assert not {"old-prompt", "old-testset"} & keys(planted)
+    assert {"framework", "legacy-ok", "good", "testset"} <= keys(planted)
 
 
 def test_prune_older_than_removes_replies_and_embeddings(
@@ -138,8 +145,8 @@ def test_dry_run_removes_nothing(planted: Path, capsys: pytest.CaptureFixture[st
         str(planted), "prune", "--failed", "--old-prompts", "--dry-run", capsys=capsys
     )
     assert code == 0
-    assert "would remove 5 failed" in out
-    assert "would remove 1 replies to old prompt versions" in out
+    assert "would remove 6 failed" in out
+    assert "would remove 2 replies to old prompt versions" in out
     assert keys(planted) == before
 
 

@@ -100,10 +100,17 @@ def run_cache(args: argparse.Namespace) -> int:
 # -- stats ------------------------------------------------------------------------------------
 
 
-def _stats(cache: Cache, path: Path) -> int:
+def current_versions() -> dict[str, str]:
+    """The version this ragbridge sends of each of its templates: the scoring prompts and the
+    test-set writer's (kept out of the scoring registry, but their replies are cached alike)."""
     from ragbridge.core.prompts import templates
+    from ragbridge.core.prompts.testset import TESTSET_TEMPLATES
 
-    current = {t.id: t.version for t in templates()}
+    return {t.id: t.version for t in (*templates(), *TESTSET_TEMPLATES)}
+
+
+def _stats(cache: Cache, path: Path) -> int:
+    current = current_versions()
     groups = cache.groups()
     n_replies = sum(g.count for g in groups.replies)
     n_vectors = sum(g.count for g in groups.embeddings)
@@ -206,12 +213,14 @@ def failed_replies(rows: Iterable[ReplyRow]) -> tuple[list[ReplyRow], int]:
     """
     from ragbridge.core.engine import parse_reply
     from ragbridge.core.prompts import get
+    from ragbridge.core.prompts.testset import TESTSET_TEMPLATES
 
+    writers = {t.id: t for t in TESTSET_TEMPLATES}
     failed: list[ReplyRow] = []
     parse_only = 0
     for row in rows:
         try:
-            template = get(row.template_id)
+            template = writers.get(row.template_id) or get(row.template_id)
         except KeyError:
             if not row.text.strip():
                 failed.append(row)
@@ -230,9 +239,7 @@ def failed_replies(rows: Iterable[ReplyRow]) -> tuple[list[ReplyRow], int]:
 
 def old_prompt_replies(rows: Iterable[ReplyRow]) -> list[ReplyRow]:
     """Replies to a ragbridge template at a version older than the current one."""
-    from ragbridge.core.prompts import templates
-
-    current = {t.id: t.version for t in templates()}
+    current = current_versions()
     return [
         r
         for r in rows
