@@ -1,0 +1,356 @@
+"""`MonitorStore`: the local SQLite file that keeps live requests and evaluation runs.
+
+One file for both, because the questions a team asks cross them: did the faithfulness of live
+traffic fall after the run that shipped the new retriever? Rows are written as they happen
+(WAL mode, one short transaction per write, a lock around the one connection), so a process
+that dies loses at most the row it was writing, and readers (``ragbridge history``, the report)
+can open the file while a service is writing to it.
+
+Nothing here knows OpenTelemetry or a framework: wrappers record `RequestRecord`s, the CLI
+records `RunRecord`s, and exporters read them back or receive them alongside.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from typing_extensions import Self
+
+from .records import RequestRecord, RunRecord, ScoreCell
+
+__all__ = ["SCHEMA_VERSION", "MonitorStore", "StoreError"]
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS requests (
+    request_id TEXT PRIMARY KEY,
+    ts REAL NOT NULL,
+    pipeline TEXT,
+    question TEXT,
+    retrieval_ms REAL,
+    generation_ms REAL,
+    chunks_retrieved INTEGER,
+    chunks_used INTEGER,
+    retrieval_miss INTEGER,
+    answer_chars INTEGER,
+    abstained INTEGER,
+    sampled INTEGER NOT NULL,
+    error TEXT,
+    feedback REAL,
+    attributes TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS requests_ts ON requests (ts);
+CREATE TABLE IF NOT EXISTS request_scores (
+    request_id TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    value REAL,
+    failure TEXT,
+    skipped INTEGER NOT NULL,
+    PRIMARY KEY (request_id, metric)
+);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    ts REAL NOT NULL,
+    command TEXT NOT NULL,
+    source TEXT,
+    git_commit TEXT,
+    config TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    metadata TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_ts ON runs (ts);
+CREATE TABLE IF NOT EXISTS run_scores (
+    run_id TEXT NOT NULL,
+    sample_id TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    value REAL,
+    failure TEXT,
+    skipped INTEGER NOT NULL,
+    PRIMARY KEY (run_id, sample_id, metric)
+);
+"""
+
+_REQUEST_COLUMNS = (
+    "request_id", "ts", "pipeline", "question", "retrieval_ms", "generation_ms",
+    "chunks_retrieved", "chunks_used", "retrieval_miss", "answer_chars", "abstained",
+    "sampled", "error", "feedback", "attributes",
+)  # fmt: skip
+
+
+class StoreError(ValueError):
+    """The file is not a ragbridge monitor store, or one of a newer schema."""
+
+
+def _flag(value: bool | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def _bool(value: Any) -> bool | None:
+    return None if value is None else bool(value)
+
+
+class MonitorStore:
+    """A monitor store at ``path`` (created with its folder when missing)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        try:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA busy_timeout=5000")
+            self._initialise()
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise StoreError(f"{self.path}: not a ragbridge monitor store ({exc})") from None
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _initialise(self) -> None:
+        self._conn.executescript(_SCHEMA)  # commits on its own: idempotent CREATE ... IF NOT EXISTS
+        with self._write():
+            row = self._conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            if row is None:
+                self._conn.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            elif int(row[0]) > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path}: written by a newer ragbridge (store schema {row[0]}, this "
+                    f"one reads {SCHEMA_VERSION}); upgrade ragbridge"
+                )
+
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def _read(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._conn.execute(sql, tuple(params)).fetchall()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"MonitorStore({str(self.path)!r})"
+
+    # -- requests ---------------------------------------------------------------------------
+
+    def add_request(self, record: RequestRecord) -> None:
+        """Insert or replace a request (its scores too, when it carries any)."""
+        row = (
+            record.request_id, record.timestamp, record.pipeline, record.question,
+            record.retrieval_ms, record.generation_ms, record.chunks_retrieved,
+            record.chunks_used, _flag(record.retrieval_miss), record.answer_chars,
+            _flag(record.abstained), int(record.sampled), record.error, record.feedback,
+            json.dumps(record.attributes, sort_keys=True, default=str),
+        )  # fmt: skip
+        marks = ", ".join("?" * len(_REQUEST_COLUMNS))
+        with self._write():
+            self._conn.execute(
+                f"INSERT OR REPLACE INTO requests ({', '.join(_REQUEST_COLUMNS)}) VALUES ({marks})",
+                row,
+            )
+            self._put_scores(record.request_id, record.scores)
+
+    def add_scores(self, request_id: str, scores: Mapping[str, ScoreCell]) -> None:
+        """Attach (or replace) metric outcomes of a recorded request."""
+        with self._write():
+            self._known(request_id)
+            self._put_scores(request_id, scores)
+
+    def add_feedback(self, request_id: str, value: float) -> None:
+        """Record a user's verdict on a request: 1.0 thumbs up, 0.0 down (or any [0, 1])."""
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"feedback must lie within [0, 1], got {value!r}")
+        with self._write():
+            self._known(request_id)
+            self._conn.execute(
+                "UPDATE requests SET feedback = ? WHERE request_id = ?", (value, request_id)
+            )
+
+    def _known(self, request_id: str) -> None:
+        found = self._conn.execute(
+            "SELECT 1 FROM requests WHERE request_id = ?", (request_id,)
+        ).fetchone()
+        if found is None:
+            raise KeyError(f"no request {request_id!r} in {self.path}")
+
+    def _put_scores(self, request_id: str, scores: Mapping[str, ScoreCell]) -> None:
+        self._conn.executemany(
+            "INSERT OR REPLACE INTO request_scores VALUES (?, ?, ?, ?, ?)",
+            [
+                (request_id, metric, c.value, c.failure, int(c.skipped))
+                for metric, c in scores.items()
+            ],
+        )
+
+    def requests(
+        self,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        pipeline: str | None = None,
+        limit: int | None = None,
+    ) -> list[RequestRecord]:
+        """Requests in time order (``since`` <= ts < ``until``), each with its scores."""
+        where: list[str] = ["1=1"]
+        params: list[Any] = []
+        if since is not None:
+            where.append("ts >= ?")
+            params.append(since)
+        if until is not None:
+            where.append("ts < ?")
+            params.append(until)
+        if pipeline is not None:
+            where.append("pipeline = ?")
+            params.append(pipeline)
+        sql = f"SELECT {', '.join(_REQUEST_COLUMNS)} FROM requests WHERE {' AND '.join(where)}"
+        sql += " ORDER BY ts, request_id"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        rows = self._read(sql, params)
+        scores = self._scores_of([r[0] for r in rows])
+        out = []
+        for r in rows:
+            data = dict(zip(_REQUEST_COLUMNS, r, strict=True))
+            out.append(
+                RequestRecord(
+                    request_id=data["request_id"],
+                    timestamp=data["ts"],
+                    pipeline=data["pipeline"],
+                    question=data["question"],
+                    retrieval_ms=data["retrieval_ms"],
+                    generation_ms=data["generation_ms"],
+                    chunks_retrieved=data["chunks_retrieved"],
+                    chunks_used=data["chunks_used"],
+                    retrieval_miss=_bool(data["retrieval_miss"]),
+                    answer_chars=data["answer_chars"],
+                    abstained=_bool(data["abstained"]),
+                    sampled=bool(data["sampled"]),
+                    error=data["error"],
+                    feedback=data["feedback"],
+                    attributes=json.loads(data["attributes"]),
+                    scores=scores.get(data["request_id"], {}),
+                )
+            )
+        return out
+
+    def _scores_of(self, ids: list[str]) -> dict[str, dict[str, ScoreCell]]:
+        out: dict[str, dict[str, ScoreCell]] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            for request_id, metric, value, failure, skipped in self._read(
+                f"SELECT request_id, metric, value, failure, skipped FROM request_scores "
+                f"WHERE request_id IN ({marks})",
+                chunk,
+            ):
+                out.setdefault(request_id, {})[metric] = ScoreCell(
+                    value=value, failure=failure, skipped=bool(skipped)
+                )
+        return out
+
+    def count_requests(self) -> int:
+        return int(self._read("SELECT COUNT(*) FROM requests")[0][0])
+
+    # -- runs -------------------------------------------------------------------------------
+
+    def add_run(self, run: RunRecord, cells: Iterable[tuple[str, str, ScoreCell]] = ()) -> None:
+        """Record a run and its ``(sample_id, metric, cell)`` cells; a run id is recorded once."""
+        with self._write():
+            if self._conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run.run_id,)).fetchone():
+                raise ValueError(f"run {run.run_id!r} is already recorded in {self.path}")
+            self._conn.execute(
+                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run.run_id, run.timestamp, run.command, run.source, run.commit,
+                    json.dumps(run.config, sort_keys=True, default=str),
+                    json.dumps(run.summary, sort_keys=True, default=str),
+                    json.dumps(run.metadata, sort_keys=True, default=str),
+                ),
+            )  # fmt: skip
+            self._conn.executemany(
+                "INSERT INTO run_scores VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (run.run_id, sample_id, metric, c.value, c.failure, int(c.skipped))
+                    for sample_id, metric, c in cells
+                ],
+            )
+
+    def runs(
+        self, *, command: str | None = None, source: str | None = None, limit: int | None = None
+    ) -> list[RunRecord]:
+        """Recorded runs, oldest first (the last ``limit`` when given)."""
+        where: list[str] = ["1=1"]
+        params: list[Any] = []
+        if command is not None:
+            where.append("command = ?")
+            params.append(command)
+        if source is not None:
+            where.append("source = ?")
+            params.append(source)
+        sql = (
+            "SELECT run_id, ts, command, source, git_commit, config, summary, metadata "
+            f"FROM runs WHERE {' AND '.join(where)} ORDER BY ts DESC, run_id DESC"
+        )
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        rows = self._read(sql, params)
+        return [_run(r) for r in reversed(rows)]
+
+    def run(self, run_id: str) -> RunRecord:
+        """One recorded run; a unique prefix of its id is enough (as with git commits)."""
+        rows = self._read("SELECT run_id FROM runs WHERE run_id LIKE ?", (f"{run_id}%",))
+        if not rows:
+            raise KeyError(f"no run {run_id!r} in {self.path}")
+        if len(rows) > 1 and not any(r[0] == run_id for r in rows):
+            raise KeyError(f"run id {run_id!r} is ambiguous in {self.path}")
+        full = run_id if any(r[0] == run_id for r in rows) else rows[0][0]
+        return next(r for r in self.runs() if r.run_id == full)
+
+    def run_cells(self, run_id: str) -> list[tuple[str, str, ScoreCell]]:
+        """The ``(sample_id, metric, cell)`` cells of a recorded run, in sample, metric order."""
+        rows = self._read(
+            "SELECT sample_id, metric, value, failure, skipped FROM run_scores "
+            "WHERE run_id = ? ORDER BY sample_id, metric",
+            (run_id,),
+        )
+        return [(s, m, ScoreCell(value=v, failure=f, skipped=bool(k))) for s, m, v, f, k in rows]
+
+
+def _run(row: tuple[Any, ...]) -> RunRecord:
+    run_id, ts, command, source, commit, config, summary, metadata = row
+    return RunRecord(
+        run_id=run_id,
+        timestamp=ts,
+        command=command,
+        source=source,
+        commit=commit,
+        config=json.loads(config),
+        summary=json.loads(summary),
+        metadata=json.loads(metadata),
+    )
