@@ -24,7 +24,9 @@ from ragbridge.adapters.cli import (
     eval_command,
     export_command,
     gate_command,
+    history_command,
     metrics_command,
+    report_command,
     split_command,
     testset_command,
     trec_command,
@@ -80,7 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     eval_command.register(sub)
     export_command.register(sub)
     gate_command.register(sub)
+    history_command.register(sub)
     metrics_command.register(sub)
+    report_command.register(sub)
     split_command.register(sub)
     testset_command.register(sub)
     trec_command.register(sub)

@@ -8,13 +8,16 @@ SQLite file that keeps both (`MonitorStore`). Shadow scoring, telemetry exporter
 from __future__ import annotations
 
 from .records import RequestRecord, RunRecord, ScoreCell
+from .sinks import RequestSink, StoreSink
 from .store import SCHEMA_VERSION, MonitorStore, StoreError
 
 __all__ = [
     "SCHEMA_VERSION",
     "MonitorStore",
     "RequestRecord",
+    "RequestSink",
     "RunRecord",
     "ScoreCell",
     "StoreError",
+    "StoreSink",
 ]
