@@ -10,17 +10,31 @@ event loop, where one `Scorer` scores it; it never waits. Every outcome becomes 
 What is framework-specific (which event means "a request ended", how its sample is built)
 lives in the adapter, which subclasses this and overrides `_start_listening` and
 `_stop_listening`; the LlamaIndex live scoring is one (`ragbridge.adapters.llamaindex`).
+
+Two choices matter for a service that runs for weeks:
+
+* **Which requests are scored.** ``sample_by="random"`` draws each request with probability
+  ``sample_rate`` (``seed`` makes the sequence reproducible). ``sample_by="id"`` decides from the
+  request's id alone (`sampled_by_id`): the same id is always in or always out, in every process
+  and on every machine, so a replayed or retried request is scored (or not) again, and raising the
+  rate only adds requests to the ones already chosen.
+* **What is kept.** ``keep=True`` (the default) keeps every sample and row in ``samples`` and
+  ``evaluation``, for a run that reads them back. ``keep=False`` keeps nothing once a sample's
+  scores are recorded: they are handed to `_recorded` (a subclass sends them on, e.g. to the
+  shadow scorer's sinks) and memory stays bounded by ``max_pending`` however long it runs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import hashlib
 import random
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from typing_extensions import Self
 
@@ -28,7 +42,32 @@ from .results import Evaluation, FailureKind, Score
 from .sample import Sample
 from .scoring import Scorer
 
-__all__ = ["BackgroundScoring"]
+__all__ = ["BackgroundScoring", "SampleBy", "id_fraction", "sampled_by_id"]
+
+SampleBy = Literal["random", "id"]
+
+_MAX_ERRORS = 100
+"""Problems kept by a scorer that keeps nothing else (``keep=False``): the latest ones."""
+
+
+def id_fraction(request_id: str) -> float:
+    """Where ``request_id`` falls in [0, 1): the top 53 bits of the 8-byte BLAKE2b digest of
+    its UTF-8 bytes (big-endian), divided by 2**53 (exact in a float, so never 1.0).
+
+    A cryptographic hash, not Python's `hash` (salted per process), so every process agrees.
+    """
+    digest = hashlib.blake2b(request_id.encode("utf-8"), digest_size=8).digest()
+    return (int.from_bytes(digest, "big") >> 11) / 2.0**53
+
+
+def sampled_by_id(request_id: str, rate: float) -> bool:
+    """Whether the request ``request_id`` is scored at ``rate``: ``id_fraction(id) < rate``.
+
+    Deterministic: the same id gives the same answer in every process; rate 0 chooses nothing,
+    rate 1 everything, and the ids chosen at a rate are among those chosen at any higher rate.
+    Over many distinct ids the share chosen is ``rate`` (the digest is uniform).
+    """
+    return id_fraction(request_id) < rate
 
 
 @dataclass
@@ -51,7 +90,8 @@ class BackgroundScoring:
     ``evaluation``, the samples in ``samples``.
 
     Each request that ends is counted (``seen``) and sampled with probability ``sample_rate``
-    (``seed`` makes the choice reproducible; ``skipped`` counts the others). At most
+    (``seed`` makes the choice reproducible; with ``sample_by="id"`` the choice is
+    `sampled_by_id` of the request's id instead; ``skipped`` counts the others). At most
     ``max_pending`` samples wait to be scored: more are refused (``dropped``) rather than
     queued without bound. ``scored`` counts the samples whose rows are recorded and ``pending``
     those still being scored. ``close`` waits for pending scoring (up to ``close_timeout``;
@@ -61,6 +101,10 @@ class BackgroundScoring:
     `submit` with the sample, or `settle` with rows decided without scoring (a skip, a request
     that could not be read). Calls the judge makes while scoring run on the worker thread:
     `on_worker_thread` lets a sink's callback ignore them.
+
+    ``keep=False`` keeps no samples, rows or ids: each sample's scores go to `_recorded` (which
+    a subclass overrides) and are forgotten, ids are not made unique, and only the latest
+    problems stay in ``errors``.
     """
 
     def __init__(
@@ -73,14 +117,20 @@ class BackgroundScoring:
         close_timeout: float | None = None,
         id_prefix: str = "sample-",
         thread_name: str = "ragbridge-background",
+        sample_by: SampleBy = "random",
+        keep: bool = True,
     ) -> None:
-        if not 0.0 <= sample_rate <= 1.0:
+        if isinstance(sample_rate, bool) or not 0.0 <= sample_rate <= 1.0:
             raise ValueError(f"sample_rate must lie within [0, 1], got {sample_rate!r}")
-        if max_pending < 1:
+        if isinstance(max_pending, bool) or max_pending < 1:
             raise ValueError(f"max_pending must be >= 1, got {max_pending!r}")
+        if sample_by not in ("random", "id"):
+            raise ValueError(f"sample_by must be 'random' or 'id', got {sample_by!r}")
         self.scorer = scorer
         self.sample_rate = float(sample_rate)
         self.seed = seed
+        self.sample_by: SampleBy = sample_by
+        self.keep = keep
         self.max_pending = max_pending
         self.close_timeout = close_timeout
         self.id_prefix = id_prefix
@@ -93,6 +143,7 @@ class BackgroundScoring:
                 },
                 "judge_model": scorer.judge.model if scorer.judge else None,
                 "sample_rate": self.sample_rate,
+                "sample_by": sample_by,
                 "seed": seed,
             }
         )
@@ -253,27 +304,36 @@ class BackgroundScoring:
         """Keep a problem of the sink's callback (frameworks often swallow what it raises)."""
         with self._lock:
             self.errors.append(message)
+            if not self.keep and len(self.errors) > _MAX_ERRORS:
+                del self.errors[0]
 
     def admit(self, tagged_id: object = None) -> str | None:
         """Count one request that ended and decide whether it is scored: its new sample id,
         or None (closed, not sampled, or ``max_pending`` already waiting).
 
         The id is ``tagged_id`` when the request carried one, else ``<id_prefix><n>`` in the
-        order requests ended; a repeated id gets ``#2``, ``#3``, ...
+        order requests ended; a repeated id gets ``#2``, ``#3``, ... (not with ``keep=False``,
+        which remembers no ids). With ``sample_by="id"`` that id (before any ``#n``) decides.
         """
         with self._lock:
             if self._state != "open" or self._loop is None:
                 return None
             counts = self._counts
             counts.seen += 1
-            if self.sample_rate < 1.0 and self._rng.random() >= self.sample_rate:
+            named = str(tagged_id) if tagged_id is not None else ""
+            base = named or f"{self.id_prefix}{counts.seen}"
+            if self.sample_by == "id":
+                chosen = sampled_by_id(base, self.sample_rate)
+            else:
+                chosen = self.sample_rate >= 1.0 or self._rng.random() < self.sample_rate
+            if not chosen:
                 counts.skipped += 1
                 return None
             if len(self._pending) >= self.max_pending:
                 counts.dropped += 1
                 return None
-            named = str(tagged_id) if tagged_id is not None else ""
-            base = named or f"{self.id_prefix}{counts.seen}"
+            if not self.keep:
+                return base
             sample_id, n = base, 1
             while sample_id in counts.ids:
                 n += 1
@@ -305,7 +365,8 @@ class BackgroundScoring:
 
     def _start(self, sample: Sample) -> None:
         with self._lock:
-            self.samples.append(sample)
+            if self.keep:
+                self.samples.append(sample)
             self._pending[sample.id] = _Pending(sample)
 
     def _cancelled(self, sample: Sample, message: str) -> None:
@@ -323,8 +384,18 @@ class BackgroundScoring:
 
     def _record(self, sample_id: str, scores: Mapping[str, Score]) -> None:
         with self._lock:
-            if self._pending.pop(sample_id, None) is None:
+            item = self._pending.pop(sample_id, None)
+            if item is None:
                 return  # already recorded (e.g. cancelled at close)
-            for name, score in scores.items():
-                self.evaluation.add(sample_id, name, score)
+            if self.keep:
+                for name, score in scores.items():
+                    self.evaluation.add(sample_id, name, score)
             self._counts.scored += 1
+        try:
+            self._recorded(item.sample, scores)
+        except Exception as exc:  # a subclass's hand-off must not lose the worker
+            self.note_error(f"recording {sample_id!r} failed: {type(exc).__name__}: {exc}")
+
+    def _recorded(self, sample: Sample, scores: Mapping[str, Score]) -> None:
+        """Where a subclass takes a sample's scores once recorded (on the worker when scored;
+        on the caller's thread for `settle` and for what `close` cancels)."""
