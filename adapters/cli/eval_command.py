@@ -11,7 +11,15 @@ The three scoring commands share one life cycle, so they cannot drift apart:
    keeps what the summary and the failure bar need; Ctrl-C still writes the finished ones;
 3. **finish** (`finish`): write ``--out`` and ``--report`` *first* (a closed stdout must not cost
    the results), then print the summary on stdout, then say on stderr why the run failed, if it
-   did, and return the exit code (see `ragbridge.adapters.cli.errors`).
+   did, then record the run in ``--history`` (with its exit code: a run that failed its bar is
+   history too; a usage error never gets this far), and return the exit code (see
+   `ragbridge.adapters.cli.errors`).
+
+``--history PATH`` keeps the run in a monitor store (`ragbridge.core.monitoring.history`):
+summary, settings, git commit and every per-sample cell. A streamed ``eval`` hands each cell to
+a `RunCellWriter` as it is scored (batched into the store, never held), so memory stays flat
+there too; an interrupted run is not recorded and its cells are deleted. The run's id goes into
+the results header (``history_run_id``), so ``gate --history`` can name the run it checked.
 
 Progress goes to stderr, so stdout stays a clean table for pipes and CI logs.
 """
@@ -25,8 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragbridge.adapters.cli import console, repeat_command, split_command
-from ragbridge.adapters.cli.errors import EXIT_ABORTED, EXIT_OK, EXIT_USAGE, UserError
+from ragbridge.adapters.cli import console, history_command, repeat_command, split_command
+from ragbridge.adapters.cli.errors import (
+    EXIT_ABORTED,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UserError,
+)
 from ragbridge.adapters.cli.options import (
     DEFAULT_METRICS,
     add_scoring_options,
@@ -49,6 +63,8 @@ from ragbridge.adapters.cli.paths import check_cache, check_distinct, check_inpu
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds these parsers without them
     from ragbridge.core.judge import Embedder, EntailmentModel, Judge
     from ragbridge.core.metrics.base import Metric
+    from ragbridge.core.monitoring import RunRecord
+    from ragbridge.core.monitoring.history import RunCellWriter
     from ragbridge.core.results import Evaluation, Score
     from ragbridge.core.runner import OnResult
     from ragbridge.core.sample import Sample
@@ -137,6 +153,7 @@ def register(sub: Any) -> None:
 def _outputs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="results.jsonl", help="write every score as JSONL")
     parser.add_argument("--report", metavar="report.html", help="write the HTML report")
+    history_command.add_history_option(parser)
 
 
 # --------------------------------------------------------------------------- 1. check
@@ -165,7 +182,10 @@ def check_paths(args: argparse.Namespace, inputs: list[Path]) -> None:
             check_output(path, flag, inputs=inputs)
     if getattr(args, "cache", None):
         check_cache(args.cache, inputs=inputs)
-    check_distinct({**flags, "--cache": getattr(args, "cache", None)})
+    history = getattr(args, "history", None)
+    if history:
+        history_command.check_history(history, inputs=inputs)
+    check_distinct({**flags, "--cache": getattr(args, "cache", None), "--history": history})
 
 
 def prepare(args: argparse.Namespace, inputs: list[Path]) -> Plan:
@@ -225,17 +245,22 @@ def finish(
     command: str,
     streamed: Tally | None = None,
     write_problems: list[str] | None = None,
+    cells: RunCellWriter | None = None,
 ) -> int:
-    """Write the files, print the summary, say why the run failed; return the exit code.
+    """Write the files, print the summary, say why the run failed, record the run in
+    ``--history``; return the exit code.
 
     ``streamed`` is the tally of a run whose cells went straight to ``--out`` (already
-    written); otherwise ``--out`` is written here from ``evaluation``.
+    written); otherwise ``--out`` is written here from ``evaluation``. ``cells`` is the writer
+    that streamed them into the ``--history`` store (None there: the store could not take
+    them, which ``write_problems`` says).
     """
     from ragbridge.core.tally import Tally
 
     written, failed_writes = _write_outputs(args, evaluation, samples, command, streamed)
     if write_problems:
-        written = [p for p in written if p != args.out]
+        if any(p.startswith("--out") for p in write_problems):
+            written = [p for p in written if p != args.out]
         failed_writes = [*write_problems, *failed_writes]
     tally = streamed if streamed is not None else Tally.of(evaluation)
     head = f"{_count(n_samples, 'sample')}, {_count(len(tally.metrics), 'metric')}"
@@ -258,7 +283,89 @@ def finish(
         console.error(problem)
     if failed_writes and code != EXIT_ABORTED:
         code = EXIT_USAGE
+    if getattr(args, "history", None) and (streamed is None or cells is not None):
+        code = _record_history(
+            args, evaluation, command=command, code=code, n_samples=n_samples,
+            tally=streamed, cells=cells,
+        )  # fmt: skip
     return code
+
+
+_OUTCOMES = {EXIT_OK: "passed", EXIT_FAILED: "failed", EXIT_USAGE: "error", EXIT_ABORTED: "aborted"}
+_NOT_CONFIG = frozenset(
+    {"handler", "command", "data", "runs", "out", "report", "history", "save_samples"}
+)
+
+
+def history_config(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings of a run as the history keeps them: the flags that change how it scores
+    (metrics, judge, embedder, cache, limits, ...), not its input and output paths."""
+    return {
+        key: value
+        for key, value in sorted(vars(args).items())
+        if key not in _NOT_CONFIG
+        and (value is None or isinstance(value, (str, int, float, bool, list)))
+    }
+
+
+def _source(args: argparse.Namespace) -> str | None:
+    from ragbridge.core.monitoring.history import source_name
+
+    path = getattr(args, "data", None) or getattr(args, "runs", None)
+    return source_name(path) if path else None
+
+
+def _history_metadata(code: int, n_samples: int) -> dict[str, Any]:
+    from ragbridge.core.monitoring.history import git_dirty
+
+    return {
+        "exit_code": code,
+        "outcome": _OUTCOMES.get(code, f"exit {code}"),
+        "n_samples": n_samples,
+        "git_dirty": git_dirty(),
+    }
+
+
+def _record_history(
+    args: argparse.Namespace,
+    evaluation: Evaluation,
+    *,
+    command: str,
+    code: int,
+    n_samples: int,
+    tally: Tally | None,
+    cells: RunCellWriter | None,
+) -> int:
+    """Record the finished run; a store that cannot take it is an error line (exit 2)."""
+    import sqlite3
+
+    from ragbridge.core.monitoring.history import git_commit, record_run, run_record
+
+    options: dict[str, Any] = {
+        "command": command,
+        "source": _source(args),
+        "config": history_config(args),
+        "commit": git_commit(),
+        "metadata": _history_metadata(code, n_samples),
+    }
+    try:
+        if cells is not None:
+            run = cells.finish(run_record(evaluation, tally=tally, **options))
+        else:
+            with history_command.open_store(args.history) as store:
+                run = record_run(store, evaluation, **options)
+    except (OSError, ValueError, sqlite3.Error) as exc:
+        console.error(f"--history {args.history}: the run was not recorded: {exc}")
+        return code if code == EXIT_ABORTED else EXIT_USAGE
+    console.say(f"recorded run {run.run_id} in {args.history}")
+    return code
+
+
+def history_metadata(args: argparse.Namespace) -> dict[str, Any]:
+    """With ``--history``: the id the run will be recorded under, for the results header."""
+    from ragbridge.core.monitoring.history import RUN_ID_KEY, new_run_id
+
+    return {RUN_ID_KEY: new_run_id()} if getattr(args, "history", None) else {}
 
 
 def _write_outputs(
@@ -283,14 +390,40 @@ def _write_outputs(
         from ragbridge.core.files import write_text_atomic
 
         try:
+            extra = _report_history(args, evaluation, command)
             html = render_report(
-                evaluation, samples=list(samples()), generated_by=f"ragbridge {command}"
+                evaluation, samples=list(samples()), generated_by=f"ragbridge {command}", **extra
             )
             write_text_atomic(args.report, html)
             written.append(args.report)
         except (OSError, ValueError) as exc:
             problems.append(f"--report {args.report}: not written: {exc}")
     return written, problems
+
+
+def _report_history(
+    args: argparse.Namespace, evaluation: Evaluation, command: str
+) -> dict[str, Any]:
+    """``history=`` for the report when ``--history`` is given and the report takes it: the
+    runs recorded over the same input, then this run (its outcome is not known yet)."""
+    import inspect
+    import sqlite3
+
+    from ragbridge.adapters.report import render_report
+    from ragbridge.core.monitoring.history import git_commit, run_record
+
+    if not getattr(args, "history", None):
+        return {}
+    if "history" not in inspect.signature(render_report).parameters:
+        return {}
+    source = _source(args)
+    try:
+        with history_command.open_store(args.history) as store:
+            runs: list[RunRecord] = store.runs(source=source)
+    except (UserError, sqlite3.Error) as exc:
+        raise ValueError(f"cannot read --history: {exc}") from None
+    current = run_record(evaluation, command, source, history_config(args), git_commit())
+    return {"history": [*runs, current]}
 
 
 def _count(n: int, noun: str) -> str:
@@ -325,6 +458,7 @@ def run_eval(args: argparse.Namespace) -> int:
         console.note(warning)
     heldout = split_command.check_heldout(args, data)
     metadata = {"heldout": heldout} if heldout else {}
+    metadata.update(history_metadata(args))
     if args.repeat > 1:
         return repeat_command.run_repeated(args, plan, data, scan.count, metadata)
     if args.report:  # the report needs every cell at hand
@@ -342,8 +476,29 @@ def run_eval(args: argparse.Namespace) -> int:
 def _stream_eval(
     args: argparse.Namespace, plan: Plan, data: Path, count: int, metadata: dict[str, Any]
 ) -> int:
-    """``eval`` without ``--report``: each sample's cells go to ``--out`` (if given) and to a
-    `Tally` as it finishes; none is held, so memory stays flat however long the file."""
+    """``eval`` without ``--report``: each sample's cells go to ``--out`` (if given), to the
+    ``--history`` store (if given) and to a `Tally` as it finishes; none is held, so memory
+    stays flat however long the file."""
+    with contextlib.ExitStack() as stack:
+        cells: RunCellWriter | None = None
+        if args.history:
+            from ragbridge.core.monitoring.history import RUN_ID_KEY, RunCellWriter
+
+            store = stack.enter_context(history_command.open_store(args.history))
+            cells = stack.enter_context(RunCellWriter(store, metadata[RUN_ID_KEY]))
+        return _stream_into(args, plan, data, count, metadata, cells)
+
+
+def _stream_into(
+    args: argparse.Namespace,
+    plan: Plan,
+    data: Path,
+    count: int,
+    metadata: dict[str, Any],
+    cells: RunCellWriter | None,
+) -> int:
+    import sqlite3
+
     from ragbridge.core.result_writer import ResultWriter
     from ragbridge.core.sample import load_samples
     from ragbridge.core.tally import Tally
@@ -356,10 +511,20 @@ def _stream_eval(
         except OSError as exc:
             raise UserError(f"--out {args.out}: not written: {exc}") from None
     problems: list[str] = []
+    history = [cells]
 
     def keep(sample_id: str, metric: str, score: Score) -> None:
         tally.add(sample_id, metric, score)
-        if writer is None or problems:
+        into = history[0]
+        if into is not None:
+            try:
+                into.add(sample_id, metric, score)
+            except (OSError, sqlite3.Error) as exc:  # the store's disk is full: finish the run
+                problems.append(f"--history {args.history}: the run was not recorded: {exc}")
+                history[0] = None
+                with contextlib.suppress(sqlite3.Error):
+                    into.discard()
+        if writer is None or any(p.startswith("--out") for p in problems):
             return
         try:
             writer.add(sample_id, metric, score)
@@ -367,17 +532,20 @@ def _stream_eval(
             problems.append(f"--out {args.out}: not written: {exc}")
             writer.discard()
 
+    def out_ok() -> bool:
+        return writer is not None and not any(p.startswith("--out") for p in problems)
+
     with writer or contextlib.nullcontext():
         try:
             evaluation = score(
                 args, plan, load_samples(data), count, on_result=keep, metadata=metadata
             )
         except KeyboardInterrupt:
-            if writer is not None and not problems:
+            if writer is not None and out_ok():
                 writer.close({"interrupted": True})
                 console.note(f"interrupted: wrote {writer.cells} finished results to {args.out}")
             raise
-        if writer is not None and not problems:
+        if writer is not None and out_ok():
             try:
                 writer.close(evaluation.metadata)
             except (OSError, ValueError) as exc:
@@ -390,6 +558,7 @@ def _stream_eval(
         command="eval",
         streamed=tally,
         write_problems=problems,
+        cells=history[0],
     )
 
 
@@ -404,8 +573,9 @@ def run_pipeline(args: argparse.Namespace) -> int:
     samples = _run_any(pipeline, questions, args.pipeline)
     _save_samples(args, samples)
     _warn_self_judging(samples, plan.judge)
+    metadata = {"heldout": heldout} if heldout else {}
     evaluation = score(
-        args, plan, samples, len(samples), metadata={"heldout": heldout} if heldout else None
+        args, plan, samples, len(samples), metadata={**metadata, **history_metadata(args)}
     )
     return finish(args, evaluation, n_samples=len(samples), samples=lambda: samples, command="run")
 
@@ -441,7 +611,7 @@ def run_langsmith(args: argparse.Namespace) -> int:
     samples = samples_from_runs(runs, retriever=args.retriever)
     _save_samples(args, samples)
     _warn_self_judging(samples, plan.judge)
-    evaluation = score(args, plan, samples, len(samples))
+    evaluation = score(args, plan, samples, len(samples), metadata=history_metadata(args))
     return finish(
         args, evaluation, n_samples=len(samples), samples=lambda: samples, command="langsmith"
     )

@@ -13,6 +13,11 @@ dev file and prompt files). A problem it recorded is a warning on stderr, and wi
 a failed check (``✗ held-out split (recorded by eval): 1 test sample edited since the lock
 ...``), so a CI gate on a tampered test split is not silently green; ``--strict`` also fails a
 results file that records no check. ``--data DATA.jsonl`` checks the test file again now.
+
+``--history PATH`` records the gate run in the monitor store: its checks and verdict, pointing
+at the run that produced the results when that run was recorded there (``eval --history``
+writes its run id into the results header), else carrying the results' summary and cells
+itself. ``ragbridge history`` shows the verdict beside the run it checked.
 Exit codes: 0 pass, 1 gate failed, 2 bad arguments or files.
 """
 
@@ -20,13 +25,15 @@ from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragbridge.adapters.cli import console, split_command
-from ragbridge.adapters.cli.errors import EXIT_FAILED, EXIT_OK, UserError
+from ragbridge.adapters.cli import console, history_command, split_command
+from ragbridge.adapters.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UserError
 from ragbridge.adapters.cli.paths import check_input
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds this parser without it
+    from ragbridge.core.monitoring import MonitorStore, RunRecord
     from ragbridge.core.results import Evaluation
 
 
@@ -63,6 +70,7 @@ def register(sub: Any) -> None:
         help="comma-separated metrics to compare with the baseline (default: all in both)",
     )
     split_command.add_heldout_options(gate, gate=True)
+    history_command.add_history_option(gate)
     gate.set_defaults(handler=run_gate)
 
 
@@ -205,6 +213,9 @@ def run_gate(args: argparse.Namespace) -> int:
             "or --data DATA.jsonl"
         )
     _check_numbers(args)
+    if args.history:
+        inputs = [Path(p) for p in (args.results, args.baseline, args.data) if p]
+        history_command.check_history(args.history, inputs=inputs)
     current = _load(args.results, "results")
     thresholds = _thresholds(args.threshold, current)
     summary = current.summary()
@@ -242,9 +253,85 @@ def run_gate(args: argparse.Namespace) -> int:
             regressed = worse > args.max_drop and significant
             failed += regressed
             lines.append(_baseline_line(name, c, up, regressed, args))
+    code = EXIT_FAILED if failed else EXIT_OK
     if failed:
         lines.append(f"gate failed: {failed} check{'s' if failed > 1 else ''} missed")
         console.say(*lines)
-        return EXIT_FAILED
-    console.say(*lines, "gate passed")
-    return EXIT_OK
+    else:
+        console.say(*lines, "gate passed")
+    if args.history:
+        code = _record(args, current, lines, failed, code)
+    return code
+
+
+def _record(
+    args: argparse.Namespace, current: Evaluation, lines: list[str], failed: int, code: int
+) -> int:
+    """Record the gate run in ``--history``; a store that cannot take it is exit 2."""
+    import sqlite3
+
+    from ragbridge.core.monitoring import RunRecord
+    from ragbridge.core.monitoring.history import (
+        RUN_ID_KEY,
+        brief,
+        cells_of,
+        git_commit,
+        git_dirty,
+        new_run_id,
+        run_record,
+        source_name,
+    )
+
+    metadata = {
+        "exit_code": code,
+        "outcome": "passed" if code == EXIT_OK else "failed",
+        "checks": lines,
+        "failed_checks": failed,
+        "git_dirty": git_dirty(),
+    }
+    config = {
+        "threshold": args.threshold,
+        "baseline": source_name(args.baseline) if args.baseline else None,
+        "max_drop": args.max_drop,
+        "alpha": args.alpha,
+        "metrics": args.metrics,
+        "strict": args.strict,
+        "data": source_name(args.data) if args.data else None,
+    }
+    commit = git_commit()
+    try:
+        with history_command.open_store(args.history) as store:
+            checked = _recorded_run(store, current.metadata.get(RUN_ID_KEY))
+            if checked is not None:
+                run = RunRecord(
+                    run_id=new_run_id(),
+                    command="gate",
+                    source=checked.source,
+                    commit=commit,
+                    config=config,
+                    metadata=brief({**metadata, "results_run": checked.run_id}),
+                )
+                store.add_run(run)
+            else:
+                run = run_record(
+                    current, "gate", source_name(args.results), config, commit,
+                    run_id=new_run_id(), metadata=metadata,
+                )  # fmt: skip
+                store.add_run(run, cells_of(current))
+    except (OSError, ValueError, sqlite3.Error) as exc:
+        console.error(f"--history {args.history}: the gate run was not recorded: {exc}")
+        return EXIT_USAGE
+    what = f"the check of run {checked.run_id}" if checked is not None else "the gate run"
+    console.say(f"recorded {what} as run {run.run_id} in {args.history}")
+    return code
+
+
+def _recorded_run(store: MonitorStore, run_id: object) -> RunRecord | None:
+    """The recorded run the results came from (by the id in their header), or None."""
+    if not isinstance(run_id, str) or not run_id:
+        return None
+    try:
+        run = store.run(run_id)
+    except KeyError:
+        return None
+    return run if run.run_id == run_id else None

@@ -1,17 +1,462 @@
-"""``ragbridge history``: placeholder, built under issue 18."""
+"""``ragbridge history``: a metric over the recorded runs, and which run changed it.
+
+``ragbridge eval|run|langsmith|gate ... --history PATH`` records each run in the monitor store
+PATH (opt-in: no environment variable turns it on behind the user's back). This command reads
+them back::
+
+    ragbridge history runs.sqlite [--metric M] [--source FILE] [--limit N] [--json]
+    ragbridge history runs.sqlite --show RUN
+
+The table has one row per run (oldest first): id prefix, local time, commit (``*`` when the
+working tree had uncommitted changes), command, outcome, samples, and each metric's mean ± half
+its 95% CI; ``▲``/``▼`` marks a run that changed the metric against the previous run of the
+same input file (paired permutation test over the samples both scored: ``p < --alpha`` and
+``|Δ| >= --min-effect``), and a line under the table says which run, which commit, from what to
+what. A store with no runs says so and exits 0; a ``--source`` or ``--metric`` that no run has
+is a likely typo: exit 2, naming what the store holds.
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import json
+import math
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ragbridge.adapters.cli.errors import UserError
+from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli.errors import EXIT_OK, UserError
+from ragbridge.adapters.cli.paths import SQLITE_HEADER, check_output
+
+if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds this parser without them
+    from ragbridge.core.monitoring import MonitorStore, RunRecord
+    from ragbridge.core.monitoring.history import HistoryRow, MetricPoint
+
+__all__ = ["add_history_option", "check_history", "open_store", "register"]
+
+DEFAULT_LIMIT = 20
+NOT_SCORING = frozenset({"concurrency", "max_failed_share", "max_retries", "timeout", "cache"})
+"""Settings that cannot move a score: not named as suspects when a metric changed."""
 
 
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser("history", help="(being built)")
-    parser.set_defaults(handler=_run)
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "history",
+        help="metrics over the runs recorded with --history, and which run changed them",
+        description="Show the runs recorded in a monitor store (ragbridge eval/run/langsmith/"
+        "gate ... --history PATH): per run its commit, outcome and each metric's mean ± half "
+        "its 95% CI, oldest first; a run that changed a metric against the previous run of "
+        "the same input (paired permutation test over the samples both scored, p < --alpha "
+        "and a mean difference of at least --min-effect) is marked and named. Exit codes: 0 "
+        "shown (also when no run is recorded yet), 2 bad arguments or store.",
+    )
+    parser.add_argument("store", metavar="PATH", help="the monitor store (SQLite)")
+    parser.add_argument(
+        "--metric",
+        action="append",
+        default=[],
+        metavar="M",
+        help="metric(s) to show, comma-separated or repeated (default: all)",
+    )
+    parser.add_argument("--source", metavar="FILE", help="only runs over this input file")
+    parser.add_argument(
+        "--limit",
+        type=_limit,
+        default=DEFAULT_LIMIT,
+        metavar="N",
+        help=f"show the last N runs (default {DEFAULT_LIMIT}; 0 for all)",
+    )
+    parser.add_argument("--show", metavar="RUN", help="one run's summary, config and metadata")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument(
+        "--alpha",
+        type=float,
+        default=0.05,
+        help="significance level of the paired test between consecutive runs (default 0.05)",
+    )
+    parser.add_argument(
+        "--min-effect",
+        type=float,
+        default=0.03,
+        help="smallest mean difference called a change (default 0.03, as gate --max-drop)",
+    )
+    parser.set_defaults(handler=run_history)
 
 
-def _run(args: argparse.Namespace) -> int:
-    raise UserError("ragbridge history is not built yet")
+def add_history_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--history",
+        metavar="PATH",
+        help="record this run (summary, settings, git commit and every per-sample score) in "
+        "the monitor store PATH, created when missing; read it with ragbridge history PATH",
+    )
+
+
+def _limit(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+# --------------------------------------------------------------------------- the store file
+
+
+def check_history(path: str, flag: str = "--history", *, inputs: Sequence[Path] = ()) -> Path:
+    """``path`` can hold the monitor store: a writable new file, or an existing store.
+
+    An existing SQLite file of another kind (the ``--cache``, a results database) is refused
+    before anything is written to it: opening it as a store would add tables to it.
+    """
+    target = check_output(path, flag, inputs=inputs)
+    _probe(target, flag)
+    return target
+
+
+def _probe(target: Path, flag: str) -> None:
+    if not target.exists():
+        return
+    try:
+        with target.open("rb") as handle:
+            head = handle.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        raise UserError(f"{flag} {target}: cannot be read ({exc.strerror or exc})") from None
+    name = f"{flag} {target}" if flag else str(target)
+    if not head:
+        return  # an empty file: a new store
+    if head != SQLITE_HEADER:
+        raise UserError(f"{name}: not a ragbridge monitor store (not an SQLite file)")
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise UserError(f"{name}: not a ragbridge monitor store ({exc})") from None
+    tables = {row[0] for row in rows}
+    if tables and not {"meta", "runs", "run_scores"} <= tables:
+        raise UserError(
+            f"{name}: an SQLite file but not a ragbridge monitor store (it holds "
+            f"{', '.join(sorted(tables))}); is it the --cache? name another file"
+        )
+
+
+def open_store(path: str | Path, flag: str = "--history") -> MonitorStore:
+    """The store at ``path``; a file that is not one is one line naming the flag."""
+    import sqlite3
+
+    from ragbridge.core.monitoring import MonitorStore, StoreError
+
+    try:
+        return MonitorStore(path)
+    except (StoreError, sqlite3.Error) as exc:
+        text = str(exc)
+        name = f"{flag} {path}" if flag else str(path)
+        raise UserError(text if text.startswith(str(path)) else f"{name}: {text}") from None
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def run_history(args: argparse.Namespace) -> int:
+    from ragbridge.core.monitoring.history import gate_runs, short_ids, source_name
+    from ragbridge.core.monitoring.history import run_history as history_rows
+
+    if not (math.isfinite(args.alpha) and 0.0 < args.alpha < 1.0):
+        raise UserError(f"--alpha must lie within (0, 1), got {args.alpha}")
+    if not (math.isfinite(args.min_effect) and args.min_effect >= 0):
+        raise UserError(f"--min-effect must be a finite number >= 0, got {args.min_effect}")
+    path = Path(args.store)
+    if not path.is_file():
+        raise UserError(
+            f"{args.store}: {'is a folder' if path.is_dir() else 'no such file'}; record runs "
+            f"with ragbridge eval DATA.jsonl --history {args.store}"
+        )
+    _probe(path, "")
+    with open_store(path, "") as store:
+        runs = store.runs()
+        ids = short_ids(r.run_id for r in runs)
+        if args.show:
+            return _show(store, args, ids)
+        if not runs:
+            return _empty(args, f"no runs recorded in {args.store} yet")
+        source = None
+        if args.source:
+            sources = list(dict.fromkeys(r.source for r in runs if r.source))
+            source = next(
+                (s for s in (args.source, source_name(args.source)) if s in sources), None
+            )
+            if source is None:
+                raise UserError(
+                    f"--source {args.source}: no run of it in {args.store} (recorded sources: "
+                    f"{', '.join(sources) or 'none'})"
+                )
+        metrics = _metrics(args.metric, [r for r in runs if source in (None, r.source)])
+        rows = history_rows(
+            store,
+            metrics=metrics,
+            source=source,
+            limit=args.limit or None,
+            alpha=args.alpha,
+            min_effect=args.min_effect,
+        )
+        everything = [r for r in runs if source in (None, r.source)]
+    if not rows:
+        return _empty(args, f"no run in {args.store} measured anything (only gate checks)")
+    gates = gate_runs(everything)
+    shown = metrics or list(dict.fromkeys(m for row in rows for m in row.points))
+    total = sum(1 for r in everything if r.summary)
+    if args.json:
+        console.say(json.dumps(_json(args, rows, shown, gates, source), indent=2))
+        return EXIT_OK
+    by_id = {r.run_id: r for r in everything}
+    console.say(*_table(args, rows, shown, gates, ids, source, total, by_id))
+    return EXIT_OK
+
+
+def _empty(args: argparse.Namespace, text: str) -> int:
+    if args.json:
+        console.say(json.dumps({"store": args.store, "runs": []}, indent=2))
+    else:
+        console.say(f"{text}; record one with ragbridge eval DATA.jsonl --history {args.store}")
+    return EXIT_OK
+
+
+def _metrics(given: list[str], runs: list[RunRecord]) -> list[str] | None:
+    names = [n.strip() for text in given for n in text.split(",") if n.strip()]
+    if not names:
+        return None
+    known = list(dict.fromkeys(m for r in runs for m in r.summary))
+    missing = [n for n in names if n not in known]
+    if missing:
+        raise UserError(
+            f"--metric {', '.join(missing)}: no recorded run has it (they have: "
+            f"{', '.join(known) or 'none'})"
+        )
+    return list(dict.fromkeys(names))
+
+
+def _outcome(run: RunRecord, gates: dict[str, list[RunRecord]]) -> str:
+    text = str(run.metadata.get("outcome") or "—")
+    for gate in gates.get(run.run_id, []):
+        text += f", gate {'✓' if gate.metadata.get('outcome') == 'passed' else '✗'}"
+    return text
+
+
+def _commit(run: RunRecord) -> str:
+    if not run.commit:
+        return "—"
+    return run.commit[:7] + ("*" if run.metadata.get("git_dirty") else "")
+
+
+def _when(timestamp: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
+
+
+def _n(run: RunRecord) -> str:
+    n = run.metadata.get("n_samples")
+    if isinstance(n, int):
+        return str(n)
+    counts = [
+        sum(int(s.get(k) or 0) for k in ("n_scored", "n_failed", "n_skipped"))
+        for s in run.summary.values()
+    ]
+    return str(max(counts, default=0))
+
+
+def _cell(point: MetricPoint | None) -> str:
+    if point is None:
+        return ""
+    if point.mean is None:
+        return "—"
+    text = f"{point.mean:.3f}"
+    if point.ci_low is not None and point.ci_high is not None:
+        text += f" ±{(point.ci_high - point.ci_low) / 2:.3f}"
+    if point.change is not None:
+        text += " ▲" if point.change == "up" else " ▼"
+    return text
+
+
+def _table(
+    args: argparse.Namespace,
+    rows: list[HistoryRow],
+    metrics: list[str],
+    gates: dict[str, list[RunRecord]],
+    ids: dict[str, str],
+    source: str | None,
+    total: int,
+    by_id: dict[str, RunRecord],
+) -> list[str]:
+    sources = list(dict.fromkeys(row.run.source or "—" for row in rows))
+    many = len(sources) > 1
+    where = source or (sources[0] if not many else f"{len(sources)} sources")
+    shown = f"the last {len(rows)} of {total} runs" if len(rows) < total else f"{total} runs"
+    lines = [f"{args.store}: {shown} of {where}, oldest first"]
+    head = ["run", "time", "commit", "command", "outcome", "n"]
+    if many:
+        head.insert(3, "source")
+    table: list[list[str]] = [[*head, *metrics]]
+    for row in rows:
+        run = row.run
+        cells = [ids.get(run.run_id, run.run_id), _when(run.timestamp), _commit(run),
+                 run.command, _outcome(run, gates), _n(run)]  # fmt: skip
+        if many:
+            cells.insert(3, run.source or "—")
+        table.append([*cells, *(_cell(row.points.get(m)) for m in metrics)])
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]
+    lines += [
+        "mean ±half its 95% CI; ▲/▼ the run changed the metric against the previous run of its",
+        f"source (paired test over the samples both scored: p < {args.alpha:g} and "
+        f"|Δ| >= {args.min_effect:g})",
+    ]
+    if any(r.run.metadata.get("git_dirty") for r in rows):
+        lines.append("* uncommitted changes in the working tree")
+    changes = [(row, p) for row in rows for m in metrics if (p := row.points.get(m)) and p.change]
+    if not changes:
+        lines.append("no run changed a metric significantly")
+    for row, point in changes:
+        lines.append(_change_line(row.run, point, ids, by_id.get(point.previous_run_id or "")))
+    return lines
+
+
+def _change_line(
+    run: RunRecord, point: MetricPoint, ids: dict[str, str], previous: RunRecord | None
+) -> str:
+    """``▼ run 0190a3f2 (commit def5678) dropped faithfulness 0.842 → 0.771 (-0.071, worse;
+    p=0.010, 50 samples in both) against run 0190a3e1 (commit abc1234); changed: judge ...``."""
+    from ragbridge.core.monitoring.history import config_changes
+
+    verb = "raised" if point.change == "up" else "dropped"
+    mark = "▲" if point.change == "up" else "▼"
+    before = point.previous_run_id or "?"
+    then = _commit(previous) if previous is not None else (point.previous_commit or "—")[:7]
+    line = (
+        f"{mark} run {ids.get(run.run_id, run.run_id)} (commit {_commit(run)}) {verb} "
+        f"{point.metric} {point.mean_before:.3f} → {point.mean_after:.3f} "
+        f"({point.diff:+.3f}, {'worse' if point.worse else 'better'}; {_p(point.p_value)}, "
+        f"{point.n_paired} samples in both) against run {ids.get(before, before)} "
+        f"(commit {then})"
+    )
+    if previous is not None:
+        changed = config_changes(previous, run, point.metric, ignore=NOT_SCORING)
+        if changed:
+            line += "; changed: " + ", ".join(changed)
+    return line
+
+
+def _p(p: float | None) -> str:
+    if p is None:
+        return "no test"
+    return "p<0.001" if p < 0.001 else f"p={p:.3f}"
+
+
+def _json(
+    args: argparse.Namespace,
+    rows: list[HistoryRow],
+    metrics: list[str],
+    gates: dict[str, list[RunRecord]],
+    source: str | None,
+) -> dict[str, Any]:
+    out_rows = []
+    for row in rows:
+        run = row.run
+        out_rows.append(
+            {
+                "run_id": run.run_id,
+                "timestamp": run.timestamp,
+                "command": run.command,
+                "source": run.source,
+                "commit": run.commit,
+                "git_dirty": run.metadata.get("git_dirty"),
+                "outcome": run.metadata.get("outcome"),
+                "exit_code": run.metadata.get("exit_code"),
+                "gates": [
+                    {"run_id": g.run_id, "outcome": g.metadata.get("outcome")}
+                    for g in gates.get(run.run_id, [])
+                ],
+                "metrics": {
+                    m: row.points[m].model_dump(
+                        mode="json",
+                        exclude={"metric", "run_id", "timestamp", "command", "source", "commit"},
+                    )
+                    for m in metrics
+                    if m in row.points
+                },
+            }
+        )
+    return {
+        "store": args.store,
+        "source": source,
+        "metrics": metrics,
+        "alpha": args.alpha,
+        "min_effect": args.min_effect,
+        "runs": out_rows,
+    }
+
+
+def _show(store: MonitorStore, args: argparse.Namespace, ids: dict[str, str]) -> int:
+    try:
+        run = store.run(args.show)
+    except KeyError as exc:
+        raise UserError(str(exc.args[0]) if exc.args else str(exc)) from None
+    if args.json:
+        console.say(json.dumps(run.model_dump(mode="json"), indent=2, sort_keys=True))
+        return EXIT_OK
+    dirty = " (uncommitted changes)" if run.metadata.get("git_dirty") else ""
+    lines = [
+        f"run {run.run_id}",
+        f"time     {_when(run.timestamp)}",
+        f"command  {run.command}",
+        f"source   {run.source or '—'}",
+        f"commit   {run.commit or '—'}{dirty}",
+        f"outcome  {run.metadata.get('outcome', '—')} (exit {run.metadata.get('exit_code', '—')})",
+    ]
+    checked = run.metadata.get("results_run")
+    if isinstance(checked, str):
+        lines.append(f"checked  run {ids.get(checked, checked)}")
+    for check in run.metadata.get("checks") or []:
+        lines.append(f"  {check}")
+    if run.summary:
+        table = [["metric", "mean", "95% CI", "scored", "failed", "skipped", "provider"]]
+        for metric, s in run.summary.items():
+            mean, low, high = s.get("mean"), s.get("ci_low"), s.get("ci_high")
+            table.append(
+                [
+                    metric,
+                    "—" if mean is None else f"{mean:.3f}",
+                    "—" if low is None or high is None else f"[{low:.3f}, {high:.3f}]",
+                    str(s.get("n_scored", 0)),
+                    str(s.get("n_failed", 0)),
+                    str(s.get("n_skipped", 0)),
+                    str(s.get("provider") or "—"),
+                ]
+            )
+        widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+        lines += [
+            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table
+        ]
+    if run.config:
+        lines.append("config")
+        lines += [f"  {k}: {_value(v)}" for k, v in sorted(run.config.items())]
+    skip = {"outcome", "exit_code", "checks", "results_run", "git_dirty", "metrics"}
+    extra = {k: v for k, v in run.metadata.items() if k not in skip}
+    if extra:
+        lines.append("metadata")
+        lines += [f"  {k}: {_value(v)}" for k, v in sorted(extra.items())]
+    console.say(*lines)
+    return EXIT_OK
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
