@@ -62,9 +62,11 @@ from .store import MonitorStore
 __all__ = [
     "DEFAULT_STORE",
     "FinishedRequest",
+    "ShadowOptions",
     "ShadowScorer",
     "busy_ms",
     "score_cell",
+    "shadow_scorer",
 ]
 
 DEFAULT_STORE = "ragbridge-monitor.sqlite"
@@ -107,6 +109,36 @@ def score_cell(score: Score) -> ScoreCell:
     if score.value is None:
         return ScoreCell(skipped=True)
     return ScoreCell(value=score.value)
+
+
+class ShadowOptions(SettingsOptions, total=False):
+    """`ShadowScorer`'s keyword arguments, for the wrappers that build one:
+    ``**options: Unpack[ShadowOptions]``."""
+
+    sample_rate: float
+    relevance_threshold: float | None
+    sinks: Sequence[RequestSink] | None
+    store: str | os.PathLike[str] | MonitorStore | Literal[_Default.STORE] | None
+    max_pending: int
+    max_queued: int
+    close_timeout: float | None
+    settings: Settings | None
+
+
+def shadow_scorer(
+    metrics: ShadowScorer | Scorer | Iterable[Metric | str], options: ShadowOptions
+) -> tuple[ShadowScorer, bool]:
+    """The open `ShadowScorer` a wrapper records into, and whether the wrapper owns it (built
+    it here from ``metrics`` and ``options``, so closing the wrapper closes it). A
+    `ShadowScorer` given is shared as it is (opened if new) and takes no options."""
+    if isinstance(metrics, ShadowScorer):
+        if options:
+            raise ValueError(
+                f"{', '.join(sorted(options))}: give these to the ShadowScorer, or give metrics "
+                f"instead of a ShadowScorer"
+            )
+        return metrics.open(), False
+    return ShadowScorer(metrics, **options).open(), True
 
 
 @dataclass(frozen=True)
@@ -417,6 +449,7 @@ class ShadowScorer(BackgroundScoring):
                     if isinstance(item, _Scored):
                         self._reserved -= 1
                     self._cv.notify_all()
+            del item  # hold nothing of a request while waiting for the next one
 
     def _release(self) -> None:
         with self._cv:
