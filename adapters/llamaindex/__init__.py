@@ -9,6 +9,8 @@
   documents `ragbridge.core.testset.generate_testset` writes questions from.
 * **Retrieval** (`ragbridge.adapters.llamaindex.retrieval`): LlamaIndex's ``RetrieverEvaluator``
   with its numbers computed by ragbridge's trec_eval-exact ranking measures.
+* **Shadow scoring** (`ragbridge.adapters.llamaindex.shadow`): ``shadow(engine, metrics)``
+  answers as the engine does, records every query and scores a sample in the background.
 
 Importing it without llama-index-core raises ImportError naming the extra:
 ``pip install "ragbridge[llamaindex]"``.
@@ -57,11 +59,13 @@ from .retrieval import (  # noqa: E402
     evaluation_of,
     qa_samples,
 )
+from .shadow import SHADOW_TAG, ShadowQueryEngine, shadow  # noqa: E402
 
 __all__ = [
     "INSTALL_HINT",
     "LLAMAINDEX_METRICS",
     "LLAMAINDEX_PASSING",
+    "SHADOW_TAG",
     "CapturedQuery",
     "CapturedRetrieval",
     "IdMismatchError",
@@ -75,6 +79,7 @@ __all__ = [
     "RagbridgeRetrievalMetric",
     "RagbridgeRetrieverEvaluator",
     "RetrievalCapture",
+    "ShadowQueryEngine",
     "arun_query_engine",
     "arun_retriever",
     "capture_retrievals",
@@ -88,6 +93,7 @@ __all__ = [
     "run_query_engine",
     "run_retriever",
     "score_queries",
+    "shadow",
     "source_documents",
     "usage_of",
 ]

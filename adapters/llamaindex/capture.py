@@ -56,11 +56,16 @@ try:
     from llama_index.core.instrumentation.event_handlers import BaseEventHandler
     from llama_index.core.instrumentation.events import BaseEvent
     from llama_index.core.instrumentation.events.llm import (
+        LLMChatEndEvent,
         LLMChatStartEvent,
+        LLMCompletionEndEvent,
         LLMCompletionStartEvent,
     )
     from llama_index.core.instrumentation.events.query import QueryEndEvent
-    from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent
+    from llama_index.core.instrumentation.events.retrieval import (
+        RetrievalEndEvent,
+        RetrievalStartEvent,
+    )
     from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
     from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
@@ -416,17 +421,29 @@ class _Router:
 _ROUTER = _Router()
 
 
+_FORWARDED = (
+    RetrievalStartEvent,
+    RetrievalEndEvent,
+    QueryEndEvent,
+    LLMChatStartEvent,
+    LLMChatEndEvent,
+    LLMCompletionStartEvent,
+    LLMCompletionEndEvent,
+)
+"""The events captures read: retrievals and queries, and model calls (their names, and their
+start and end for the shadow wrapper's timings)."""
+
+
 class _EventHandler(BaseEventHandler):
-    """Forwards retrieval and query ends to the open captures; nothing when none is open."""
+    """Forwards retrieval, query and model-call events to the open captures; nothing when none
+    is open."""
 
     @classmethod
     def class_name(cls) -> str:
         return "RagbridgeEventHandler"
 
     def handle(self, event: BaseEvent, **kwargs: Any) -> None:
-        if not isinstance(
-            event, (RetrievalEndEvent, QueryEndEvent, LLMChatStartEvent, LLMCompletionStartEvent)
-        ):
+        if not isinstance(event, _FORWARDED):
             return
         for cap in _ROUTER.captures:
             cap._event(event)
