@@ -1378,7 +1378,7 @@ def _attributes(call: _Call, info: dict[str, Any], question: str | None) -> dict
         out["retrieval_query"] = query
     models = call.capture.model_names()
     if models:
-        out["generator_model"] = models[-1]
+        out["model"] = models[-1]
     return out
 
 

@@ -236,7 +236,7 @@ def test_records_reach_the_store_with_timings_chunks_and_scores(
     assert scored.retrieval_miss is False
     assert scored.answer_chars == len(str(plain))
     assert scored.attributes["context_ids"][0] == "france"
-    assert scored.attributes["generator_model"]  # MockLLM reports a model name
+    assert scored.attributes["model"]  # MockLLM reports a model name
     assert scored.sampled
     assert scored.scores["faithfulness"].value is not None
     assert not records[other].sampled

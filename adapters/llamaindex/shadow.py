@@ -343,7 +343,7 @@ def _attributes(call: _Call, bucket: _Bucket, *, from_source: bool) -> dict[str,
     if bucket.retrievals and not from_source:
         out["contexts_from"] = "instrumentation"
     if bucket.models:
-        out["generator_model"] = bucket.models[-1]
+        out["model"] = bucket.models[-1]
     return out
 
 
