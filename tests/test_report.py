@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections import Counter
 from datetime import datetime, timezone
@@ -136,6 +137,7 @@ class _Tags(HTMLParser):
         self.attrs: list[tuple[str, str, str | None]] = []
         self.ids: list[str] = []
         self.scripts: list[str] = []
+        self.script_types: list[str | None] = []
         self._in_script = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -145,6 +147,9 @@ class _Tags(HTMLParser):
             if key == "id" and value is not None:
                 self.ids.append(value)
         self._in_script = tag == "script"
+        if tag == "script":
+            self.script_types.append(dict(attrs).get("type"))
+            self.scripts.append("")
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.handle_starttag(tag, attrs)
@@ -156,7 +161,7 @@ class _Tags(HTMLParser):
 
     def handle_data(self, data: str) -> None:
         if self._in_script:
-            self.scripts.append(data)
+            self.scripts[-1] += data
 
 
 def _parse(page: str) -> _Tags:
@@ -187,7 +192,10 @@ def page() -> str:
 
 def test_every_section_is_there(page: str) -> None:
     tags = _parse(page)
-    for section in ("overview", "summary", "distributions", "quadrants", "comparison", "samples"):
+    for section in (
+        "overview", "summary", "paired", "explorer", "distributions", "quadrants", "comparison",
+        "samples",
+    ):  # fmt: skip
         assert section in tags.ids, section
         assert f'<section id="{section}">' in page
     assert "<title>My &lt;report&gt;</title>" in page
@@ -204,6 +212,8 @@ def test_every_section_is_there(page: str) -> None:
     assert "<dt>Tokens</dt><dd>500 prompt + 100 completion = 600</dd>" in page
     assert "<dt>Cost</dt><dd>$0.0123</dd>" in page
     assert "Side by side" in page
+    assert 'id="trends"' not in page  # no history given
+    assert "Input file" not in page  # no source given
 
 
 def test_summary_numbers_equal_evaluation_summary(page: str) -> None:
@@ -385,10 +395,16 @@ def test_hostile_strings_render_only_as_text(page: str) -> None:
     assert "alert(2)" in page
     assert "<script>alert(2)" not in page
     tags = _parse(page)
-    # the only script is ours, with no user data in it
-    assert tags.starts["script"] == 1
-    assert len(tags.scripts) == 1
-    assert "alert" not in tags.scripts[0]
+    # two script elements: the explorer's data (JSON, which no browser runs) and ours, which
+    # holds no user data
+    assert tags.starts["script"] == 2
+    assert tags.script_types == ["application/json", None]
+    data, ours = tags.scripts
+    assert "alert" not in ours
+    assert not set(data) & {"<", ">", "&"}  # nothing in the data can end its element
+    loaded = json.loads(data)
+    assert {r["id"] for r in loaded["rows"]} >= {HOSTILE_ID}
+    assert "Hostile <b>question</b>?" in [r["q"] for r in loaded["rows"]]
     assert tags.starts["img"] == 0
     # no attribute anywhere is an event handler, and ids are safe slugs
     assert not [a for a in tags.attrs if a[1].startswith("on")]
@@ -423,9 +439,10 @@ def test_html_is_well_formed(page: str) -> None:
         "details", "summary", "svg", "figure", "style", "script", "header", "nav", "dl", "a",
     ):  # fmt: skip
         assert tags.starts[tag] == tags.ends[tag], (tag, tags.starts[tag], tags.ends[tag])
-    for tag in ("html", "head", "body", "main", "style", "script"):
+    for tag in ("html", "head", "body", "main", "style"):
         assert tags.starts[tag] == 1, tag
-    assert tags.starts["section"] == 6
+    assert tags.starts["script"] == 2  # the explorer's JSON data and the page's script
+    assert tags.starts["section"] == 8
     assert len(tags.ids) == len(set(tags.ids))
 
 

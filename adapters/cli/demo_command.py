@@ -127,6 +127,7 @@ def run_demo(args: argparse.Namespace) -> int:
         comparison=comparison,
         title=f"ragbridge demo: {handbook.COMPANY} handbook, LangChain vs LlamaIndex",
         generated_by="ragbridge demo",
+        source={name: str(out / f"samples.{name}.jsonl") for name in runs},
     )
     written.append(report)
     print("\nwrote:")
