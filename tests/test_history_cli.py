@@ -421,32 +421,27 @@ def test_history_bad_store_or_arguments_is_one_line_exit_2(
         assert not path.exists()
 
 
-def test_the_report_gets_the_history_of_its_source_when_it_takes_one(
+def test_the_report_gets_the_history_of_its_source_and_the_input_name(
     data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import ragbridge.adapters.report as report
 
-    seen: list[Any] = []
+    seen: list[dict[str, Any]] = []
 
-    def with_history(evaluation: Any, *, history: Any = None, **_: Any) -> str:
-        seen.append(history)
-        return "<html></html>"
-
-    def without_history(evaluation: Any, **kw: Any) -> str:
-        seen.append(kw.get("history", "not given"))
+    def spy(evaluation: Any, **kw: Any) -> str:
+        seen.append(kw)
         return "<html></html>"
 
     store_path = tmp_path / "h.sqlite"
-    argv = ["eval", str(data), "--metrics", "mrr", "--report", str(tmp_path / "r.html"),
-            "--history", str(store_path)]  # fmt: skip
-    monkeypatch.setattr(report, "render_report", with_history)
-    assert cli(capsys, *argv)[0] == 0
-    assert cli(capsys, *argv)[0] == 0
-    monkeypatch.setattr(report, "render_report", without_history)
-    assert cli(capsys, *argv)[0] == 0
+    argv = ["eval", str(data), "--metrics", "mrr", "--report", str(tmp_path / "r.html")]
+    monkeypatch.setattr(report, "render_report", spy)
+    assert cli(capsys, *argv)[0] == 0  # no --history: no trend charts
+    assert cli(capsys, *argv, "--history", str(store_path))[0] == 0
+    assert cli(capsys, *argv, "--history", str(store_path))[0] == 0
     with MonitorStore(store_path) as store:
-        first, second, _ = store.runs()
-    assert [r.run_id for r in seen[0]] == [first.run_id]  # the run itself, not recorded yet
-    assert [r.run_id for r in seen[1]] == [first.run_id, second.run_id]
-    assert seen[1][-1].summary["mrr"]["mean"] == 1.0
-    assert seen[2] == "not given"
+        first, second = store.runs()
+    assert seen[0]["history"] is None
+    assert seen[0]["source"] == str(data)
+    assert [r.run_id for r in seen[1]["history"]] == [first.run_id]  # this run, not yet recorded
+    assert [r.run_id for r in seen[2]["history"]] == [first.run_id, second.run_id]
+    assert seen[2]["history"][-1].summary["mrr"]["mean"] == 1.0

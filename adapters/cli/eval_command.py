@@ -390,9 +390,12 @@ def _write_outputs(
         from ragbridge.core.files import write_text_atomic
 
         try:
-            extra = _report_history(args, evaluation, command)
             html = render_report(
-                evaluation, samples=list(samples()), generated_by=f"ragbridge {command}", **extra
+                evaluation,
+                samples=list(samples()),
+                generated_by=f"ragbridge {command}",
+                source=getattr(args, "data", None) or getattr(args, "runs", None),
+                history=_report_history(args, evaluation, command),
             )
             write_text_atomic(args.report, html)
             written.append(args.report)
@@ -403,19 +406,15 @@ def _write_outputs(
 
 def _report_history(
     args: argparse.Namespace, evaluation: Evaluation, command: str
-) -> dict[str, Any]:
-    """``history=`` for the report when ``--history`` is given and the report takes it: the
-    runs recorded over the same input, then this run (its outcome is not known yet)."""
-    import inspect
+) -> list[RunRecord] | None:
+    """The report's trend charts when ``--history`` is given: the runs recorded over the same
+    input, then this run (its outcome is not known yet)."""
     import sqlite3
 
-    from ragbridge.adapters.report import render_report
     from ragbridge.core.monitoring.history import git_commit, run_record
 
     if not getattr(args, "history", None):
-        return {}
-    if "history" not in inspect.signature(render_report).parameters:
-        return {}
+        return None
     source = _source(args)
     try:
         with history_command.open_store(args.history) as store:
@@ -423,7 +422,7 @@ def _report_history(
     except (UserError, sqlite3.Error) as exc:
         raise ValueError(f"cannot read --history: {exc}") from None
     current = run_record(evaluation, command, source, history_config(args), git_commit())
-    return {"history": [*runs, current]}
+    return [*runs, current]
 
 
 def _count(n: int, noun: str) -> str:
