@@ -420,7 +420,7 @@ def test_the_wrapper_keeps_nothing_per_request() -> None:
         serve(2_000)
         gc.collect()
         after = len(gc.get_objects())
-        captures = sum(isinstance(o, _RequestCapture) for o in gc.get_objects())
+        captures = sum(type(o) is _RequestCapture for o in gc.get_objects())
         sizes = (len(scorer._queue), len(scorer._awaiting), len(scorer._pending))
     finally:
         wrapped.close(timeout=30)
