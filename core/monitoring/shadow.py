@@ -207,9 +207,10 @@ class ShadowScorer(BackgroundScoring):
     Counters: ``seen`` requests recorded while open; ``sampled`` chosen by the rule (a request
     that raised is never chosen); ``skipped`` not chosen; ``dropped`` chosen but refused (queue
     full); ``unscorable`` chosen but its answer could not be read; ``scored`` chosen and scored
-    (cells may be failures, ``cancelled`` included); ``pending`` being scored; ``queued`` waiting
-    for the sink thread; ``unrecorded`` never given to the sinks; ``sink_errors`` sink calls
-    that raised (the message is in ``errors``). `stats` returns them all.
+    (cells may be failures, ``cancelled`` included); ``pending`` sampled but their scores not
+    delivered yet; ``queued`` waiting for the sink thread; ``unrecorded`` never given to the
+    sinks; ``sink_errors`` sink calls that raised (the message is in ``errors``). `stats`
+    returns them all.
     """
 
     def __init__(
@@ -252,6 +253,12 @@ class ShadowScorer(BackgroundScoring):
         )
         self.relevance_threshold = relevance_threshold
         self.max_queued = max_queued
+        for sink in sinks or ():
+            if not isinstance(sink, RequestSink):
+                raise TypeError(
+                    f"{type(sink).__name__} is not a RequestSink (it needs request(record) "
+                    f"and scored(record) methods)"
+                )
         self._owned_store: MonitorStore | None = None
         chosen: list[RequestSink] = []
         if sinks is None or store is not DEFAULT:
@@ -262,12 +269,6 @@ class ShadowScorer(BackgroundScoring):
                 self._owned_store = MonitorStore(path)
                 chosen.append(StoreSink(self._owned_store))
         chosen.extend(sinks or ())
-        for sink in chosen:
-            if not isinstance(sink, RequestSink):
-                raise TypeError(
-                    f"{type(sink).__name__} is not a RequestSink (it needs request(record) "
-                    f"and scored(record) methods)"
-                )
         self.sinks: tuple[RequestSink, ...] = tuple(chosen)
         self._cv = threading.Condition(self._lock)
         self._queue: deque[_Served | _Scored] = deque()
