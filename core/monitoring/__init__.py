@@ -1,23 +1,43 @@
 """Production monitoring and run history: what live requests and evaluation runs recorded.
 
 `records` holds the contract (`RequestRecord`, `RunRecord`, `ScoreCell`); `store` the local
-SQLite file that keeps both (`MonitorStore`). Shadow scoring, telemetry exporters, alerts, the
-``ragbridge history`` command and the report's trend charts build on these.
+SQLite file that keeps both (`MonitorStore`); `sinks` where a live request's record goes.
+`shadow` scores a sample of live traffic off the request path (`ShadowScorer`; the framework
+wrappers are ``ragbridge.adapters.langchain.shadow`` and ``ragbridge.adapters.llamaindex.shadow``),
+`alerts` compares rolling windows with a baseline (`AlertMonitor`, `check`), `correlation` links
+thumbs-down feedback to retrieval patterns (`feedback_report`), and `history` records evaluation
+runs and finds the run that changed a metric (`record_run`, `run_history`). The OpenTelemetry
+exporter is an adapter: ``ragbridge.adapters.otel.OpenTelemetrySink``.
 """
 
 from __future__ import annotations
 
+from .alerts import Alert, AlertMonitor, Baseline, Rule, check
+from .correlation import FeedbackReport, feedback_report
+from .history import record_run, run_history
 from .records import RequestRecord, RunRecord, ScoreCell
+from .shadow import FinishedRequest, ShadowScorer
 from .sinks import RequestSink, StoreSink
 from .store import SCHEMA_VERSION, MonitorStore, StoreError
 
 __all__ = [
     "SCHEMA_VERSION",
+    "Alert",
+    "AlertMonitor",
+    "Baseline",
+    "FeedbackReport",
+    "FinishedRequest",
     "MonitorStore",
     "RequestRecord",
     "RequestSink",
+    "Rule",
     "RunRecord",
     "ScoreCell",
+    "ShadowScorer",
     "StoreError",
     "StoreSink",
+    "check",
+    "feedback_report",
+    "record_run",
+    "run_history",
 ]
