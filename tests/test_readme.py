@@ -227,7 +227,9 @@ def test_the_example_jsonl_lines_load_and_are_whole(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- commands
 
 PLACEHOLDER = re.compile(r"^[A-Z][A-Z_]*(\.\w+)?$")  # DATA.jsonl, QRELS, RUN, OUT
-OUTPUT_FLAGS = {"--out", "--report", "--cache", "--save-samples", "--html", "--json"}
+OUTPUT_FLAGS = {
+    "--out", "--report", "--cache", "--save-samples", "--html", "--json", "--history"
+}  # fmt: skip
 PATHLIKE = re.compile(r"[\w.-]+\.(jsonl|json|txt|html|sqlite|csv)$|/")
 
 
