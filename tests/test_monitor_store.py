@@ -107,3 +107,16 @@ def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
 def test_a_score_outside_the_unit_interval_is_refused() -> None:
     with pytest.raises(ValueError, match="less than or equal to 1"):
         ScoreCell(value=1.5)
+
+
+def test_a_streamed_runs_cells_come_before_its_row_and_can_be_deleted(tmp_path: Path) -> None:
+    with MonitorStore(tmp_path / "s.sqlite") as store:
+        store.add_run_cells("r1", [("s1", "mrr", ScoreCell(value=1.0))])
+        store.add_run_cells("r1", [("s2", "mrr", ScoreCell(value=0.5))])
+        assert store.runs() == []  # readers look for the row: no half run is shown
+        store.add_run(RunRecord(run_id="r1", command="eval"))
+        assert [c[0] for c in store.run_cells("r1")] == ["s1", "s2"]
+        store.add_run_cells("r2", [("s1", "mrr", ScoreCell(value=0.0))])
+        store.delete_run_cells("r2")
+        assert store.run_cells("r2") == []
+        assert len(store.run_cells("r1")) == 2

@@ -32,7 +32,6 @@ import math
 import os
 import secrets
 import shutil
-import sqlite3
 import subprocess
 import time
 from collections import OrderedDict
@@ -209,14 +208,11 @@ def record_run(
 class RunCellWriter:
     """Streams a run's cells into the store as they are scored, then records the run.
 
-    Cells go to the store's ``run_scores`` table in batches of ``batch`` (one short transaction
-    each, on a connection of its own), so none is held; `finish` adds the run's row (which is
-    what readers look for) once the summary is known, `discard` deletes the cells of a run that
-    will not be recorded. Used as a context manager, leaving it without `finish` (an exception,
+    Cells go to the store in batches of ``batch`` (`MonitorStore.add_run_cells`, one short
+    transaction each), so at most one batch is held; `finish` adds the run's row (which is what
+    readers look for) once the summary is known, `discard` deletes the cells of a run that will
+    not be recorded. Used as a context manager, leaving it without `finish` (an exception,
     Ctrl-C) discards.
-
-    It writes the table itself because `MonitorStore.add_run` takes the cells with the row, and
-    the row needs the summary, which exists only at the end.
     """
 
     def __init__(self, store: MonitorStore, run_id: str, *, batch: int | None = None) -> None:
@@ -227,39 +223,22 @@ class RunCellWriter:
         self.run_id = run_id
         self.cells = 0
         self.finished = False
+        self._closed = False
         self._batch = batch
-        self._pending: list[tuple[str, str, str, float | None, str | None, int]] = []
-        self._conn: sqlite3.Connection | None = sqlite3.connect(
-            store.path, check_same_thread=False, isolation_level=None
-        )
-        self._conn.execute("PRAGMA busy_timeout=5000")
+        self._pending: list[tuple[str, str, ScoreCell]] = []
 
     def add(self, sample_id: str, metric: str, score: Score) -> None:
-        cell = cell_of(score)
-        self._pending.append(
-            (self.run_id, sample_id, metric, cell.value, cell.failure, int(cell.skipped))
-        )
+        self._pending.append((sample_id, metric, cell_of(score)))
         self.cells += 1
         if len(self._pending) >= self._batch:
             self.flush()
 
     def flush(self) -> None:
-        if self._conn is None:
+        if self._closed:
             raise ValueError(f"run {self.run_id}: the cell writer is closed")
-        if not self._pending:
-            return
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            self._conn.executemany(
-                "INSERT INTO run_scores (run_id, sample_id, metric, value, failure, skipped) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                self._pending,
-            )
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        self._conn.execute("COMMIT")
-        self._pending.clear()
+        if self._pending:
+            self.store.add_run_cells(self.run_id, self._pending)
+            self._pending.clear()
 
     def finish(self, run: RunRecord) -> RunRecord:
         """Write the last cells and the run's row (its id must be this writer's)."""
@@ -268,23 +247,16 @@ class RunCellWriter:
         self.flush()
         self.store.add_run(run)
         self.finished = True
-        self._close()
+        self._closed = True
         return run
 
     def discard(self) -> None:
         """Forget the run: delete the cells written so far."""
         self._pending.clear()
-        if self._conn is None:
+        if self._closed:
             return
-        try:
-            self._conn.execute("DELETE FROM run_scores WHERE run_id = ?", (self.run_id,))
-        finally:
-            self._close()
-
-    def _close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        self._closed = True
+        self.store.delete_run_cells(self.run_id)
 
     def __enter__(self) -> Self:
         return self

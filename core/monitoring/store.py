@@ -301,6 +301,27 @@ class MonitorStore:
                 ],
             )
 
+    def add_run_cells(self, run_id: str, cells: Iterable[tuple[str, str, ScoreCell]]) -> None:
+        """Append cells of a run in one transaction, before or after its row is added.
+
+        A streamed run writes its cells in batches as they are scored and its row (`add_run`,
+        with no cells) at the end, once the summary is known; readers look for the row, so they
+        never see half a run.
+        """
+        with self._write():
+            self._conn.executemany(
+                "INSERT INTO run_scores VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (run_id, sample_id, metric, c.value, c.failure, int(c.skipped))
+                    for sample_id, metric, c in cells
+                ],
+            )
+
+    def delete_run_cells(self, run_id: str) -> None:
+        """Delete the cells of a run that will not be recorded (an interrupted stream)."""
+        with self._write():
+            self._conn.execute("DELETE FROM run_scores WHERE run_id = ?", (run_id,))
+
     def runs(
         self, *, command: str | None = None, source: str | None = None, limit: int | None = None
     ) -> list[RunRecord]:
