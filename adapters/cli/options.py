@@ -52,6 +52,7 @@ __all__ = [
     "DEFAULT_METRICS",
     "SampleScan",
     "UserError",
+    "add_model_options",
     "add_scoring_options",
     "build_embedder",
     "build_judge",
@@ -87,10 +88,35 @@ def add_scoring_options(
             help=f"comma-separated metric names (default: {default_metrics}); add ':offline' "
             "or ':nli' to pick a provider; without --judge the offline provider is used",
         )
+    add_model_options(parser, nli=nli)
+    parser.add_argument(
+        "--max-failed-share",
+        type=_share,
+        default=DEFAULT_MAX_FAILED_SHARE,
+        metavar="SHARE",
+        help="exit 1 when more than this share of a metric's non-skipped cells failed "
+        f"(default {DEFAULT_MAX_FAILED_SHARE}); a metric whose every cell failed always fails",
+    )
+
+
+def add_model_options(
+    parser: argparse.ArgumentParser,
+    *,
+    nli: bool = True,
+    judge_help: str | None = None,
+    embedder_help: str | None = None,
+    cache_help: str | None = None,
+) -> None:
+    """The flags that say how a command calls its models: the `Settings` fields as options
+    (``--judge``, ``--base-url``, ``--embedder``, ``--nli``, ``--cache``, ``--concurrency``,
+    ``--timeout``, ``--max-retries``), read back by `settings_from`. Declared once, so every
+    command spells and checks them alike; a command may word the help of the three whose role
+    differs (what the judge, the embedder and the cache are for)."""
     parser.add_argument(
         "--judge",
         metavar="SPEC",
-        help="openai:MODEL | langchain:MODULE:FACTORY | llamaindex:MODULE:FACTORY | "
+        help=judge_help
+        or "openai:MODEL | langchain:MODULE:FACTORY | llamaindex:MODULE:FACTORY | "
         "python:MODULE:FACTORY (default: none, offline providers)",
     )
     parser.add_argument(
@@ -101,7 +127,8 @@ def add_scoring_options(
     parser.add_argument(
         "--embedder",
         metavar="SPEC",
-        help="local | local:MODEL | openai:MODEL | langchain:… | llamaindex:… | python:… | hash "
+        help=embedder_help
+        or "local | local:MODEL | openai:MODEL | langchain:… | llamaindex:… | python:… | hash "
         "(default: local, when a metric needs one)",
     )
     if nli:
@@ -114,7 +141,8 @@ def add_scoring_options(
     parser.add_argument(
         "--cache",
         metavar="PATH",
-        help="SQLite cache of judge replies and embeddings (reruns are free and resumable)",
+        help=cache_help
+        or "SQLite cache of judge replies and embeddings (reruns are free and resumable)",
     )
     parser.add_argument(
         "--concurrency",
@@ -137,14 +165,6 @@ def add_scoring_options(
         metavar="N",
         help="retries of a judge call after a transient error (default 4); permanent errors "
         "(401, 404, invalid URL) are not retried",
-    )
-    parser.add_argument(
-        "--max-failed-share",
-        type=_share,
-        default=DEFAULT_MAX_FAILED_SHARE,
-        metavar="SHARE",
-        help="exit 1 when more than this share of a metric's non-skipped cells failed "
-        f"(default {DEFAULT_MAX_FAILED_SHARE}); a metric whose every cell failed always fails",
     )
 
 

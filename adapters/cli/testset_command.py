@@ -33,10 +33,9 @@ from ragbridge.adapters.cli import console
 from ragbridge.adapters.cli.errors import EXIT_ABORTED, EXIT_FAILED, EXIT_OK, UserError
 from ragbridge.adapters.cli.options import (
     LOCAL_EXTRA,
-    _non_negative_int,
     _positive_int,
-    _positive_seconds,
     _share,
+    add_model_options,
     build_embedder,
     build_judge,
     progress,
@@ -151,48 +150,17 @@ def register(sub: Any) -> None:
         help="rounds that replace dropped questions, the first included "
         f"(default {DEFAULT_MAX_ROUNDS})",
     )
-    parser.add_argument(
-        "--judge",
-        metavar="SPEC",
-        help="the model that writes the questions (required unless --dry-run): openai:MODEL | "
-        "langchain:MODULE:FACTORY | llamaindex:MODULE:FACTORY | python:MODULE:FACTORY",
-    )
-    parser.add_argument(
-        "--base-url", help="base URL of an OpenAI-compatible endpoint for openai: specs"
-    )
-    parser.add_argument(
-        "--embedder",
-        metavar="SPEC",
-        help="embedder for pairing chunks, near-duplicates and the no-answer check: local | "
-        "local:MODEL | openai:MODEL | langchain:… | llamaindex:… | python:… | hash "
+    add_model_options(
+        parser,
+        nli=False,
+        judge_help="the model that writes the questions (required unless --dry-run): "
+        "openai:MODEL | langchain:MODULE:FACTORY | llamaindex:MODULE:FACTORY | "
+        "python:MODULE:FACTORY",
+        embedder_help="embedder for pairing chunks, near-duplicates and the no-answer check: "
+        "local | local:MODEL | openai:MODEL | langchain:… | llamaindex:… | python:… | hash "
         "(default: local)",
-    )
-    parser.add_argument(
-        "--cache",
-        metavar="PATH",
-        help="SQLite cache of judge replies and embeddings: a rerun (or a run resumed after "
-        "an interrupt) pays only for calls not finished before",
-    )
-    parser.add_argument(
-        "--concurrency",
-        type=_positive_int,
-        default=8,
-        metavar="N",
-        help="judge calls in flight at most (default 8)",
-    )
-    parser.add_argument(
-        "--timeout",
-        type=_positive_seconds,
-        default=60.0,
-        metavar="SECONDS",
-        help="seconds one judge call attempt may take (default 60)",
-    )
-    parser.add_argument(
-        "--max-retries",
-        type=_non_negative_int,
-        default=4,
-        metavar="N",
-        help="retries of a judge call after a transient error (default 4)",
+        cache_help="SQLite cache of judge replies and embeddings: a rerun (or a run resumed "
+        "after an interrupt) pays only for calls not finished before",
     )
     parser.add_argument(
         "--dry-run",
