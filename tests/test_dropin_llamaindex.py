@@ -20,7 +20,6 @@ not be compared), ``MockLLM``, LlamaIndex's own evaluators. Judges are ragbridge
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import importlib
 import json
 import re
@@ -35,7 +34,6 @@ import pytest
 pytest.importorskip("llama_index.core")
 
 from llama_index.core import Document, VectorStoreIndex
-from llama_index.core.embeddings import BaseEmbedding
 from llama_index.core.evaluation import FaithfulnessEvaluator, RetrieverEvaluator
 from llama_index.core.llms import (
     CompletionResponse,
@@ -46,6 +44,7 @@ from llama_index.core.llms import (
 )
 from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import TextNode
+from llamaindex_fakes import HashEmbedding
 
 from ragbridge.adapters.llamaindex import (
     LLAMAINDEX_METRICS,
@@ -75,27 +74,6 @@ EXAMPLES = ROOT / "examples"
 LI_NAMES = ["hit_rate", "mrr", "precision", "recall", "ap", "ndcg"]
 
 # --------------------------------------------------------------------------- fixtures
-
-
-class HashEmbedding(BaseEmbedding):
-    """Bag of words hashed into a small vector: deterministic, texts score differently."""
-
-    dim: int = 64
-
-    def _vec(self, text: str) -> list[float]:
-        vector = [0.0] * self.dim
-        for word in re.findall(r"[a-z0-9]+", text.lower()):
-            vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1.0
-        return vector
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self._vec(query)
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._vec(query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self._vec(text)
 
 
 TOPICS = {

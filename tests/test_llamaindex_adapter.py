@@ -8,9 +8,7 @@ ranking could not be checked), and ``MockLLM`` passed explicitly (``Settings.llm
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
-import re
 import subprocess
 import sys
 import textwrap
@@ -24,7 +22,6 @@ pytest.importorskip("llama_index.core")
 
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.base.response.schema import Response
-from llama_index.core.embeddings import BaseEmbedding
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.dispatcher import instrument_tags
 from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent
@@ -38,6 +35,7 @@ from llama_index.core.llms import (
 from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, TextNode
+from llamaindex_fakes import HashEmbedding
 from pydantic import BaseModel
 
 from ragbridge.adapters.llamaindex import (
@@ -64,28 +62,6 @@ from ragbridge.core.results import FailureKind
 from ragbridge.core.sample import Sample
 
 # --------------------------------------------------------------------------- fixtures
-
-
-class HashEmbedding(BaseEmbedding):
-    """Bag of words hashed into a small vector: deterministic, and different texts score
-    differently against a query."""
-
-    dim: int = 64
-
-    def _vec(self, text: str) -> list[float]:
-        vector = [0.0] * self.dim
-        for word in re.findall(r"[a-z0-9]+", text.lower()):
-            vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1.0
-        return vector
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self._vec(query)
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._vec(query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self._vec(text)
 
 
 TOPICS = {

@@ -10,9 +10,7 @@ a real ``RetrieverQueryEngine`` with ``MockLLM`` and a `CustomQueryEngine` givin
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import random
-import re
 import time
 from typing import Any
 
@@ -23,13 +21,13 @@ pytest.importorskip("llama_index.core")
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.response.schema import Response, StreamingResponse
-from llama_index.core.embeddings import BaseEmbedding
 from llama_index.core.evaluation import BatchEvalRunner, EvaluationResult
 from llama_index.core.instrumentation.dispatcher import instrument_tags
 from llama_index.core.llms import MockLLM
 from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llamaindex_fakes import HashEmbedding
 
 from ragbridge.adapters.llamaindex import (
     LiveScoring,
@@ -47,27 +45,6 @@ from ragbridge.core.scoring import Scorer
 from ragbridge.core.testing import CountingJudge, ScriptedJudge
 
 # --------------------------------------------------------------------------- fixtures
-
-
-class HashEmbedding(BaseEmbedding):
-    """Bag of words hashed into a small vector: deterministic, texts score differently."""
-
-    dim: int = 64
-
-    def _vec(self, text: str) -> list[float]:
-        vector = [0.0] * self.dim
-        for word in re.findall(r"[a-z0-9]+", text.lower()):
-            vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1.0
-        return vector
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self._vec(query)
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._vec(query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self._vec(text)
 
 
 TOPICS = {

@@ -10,9 +10,7 @@ instrumentation events measured. One test shares a scorer with the LangChain wra
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import itertools
-import re
 import time
 from pathlib import Path
 from typing import Any
@@ -24,11 +22,11 @@ pytest.importorskip("llama_index.core")
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.response.schema import Response
-from llama_index.core.embeddings import BaseEmbedding
 from llama_index.core.instrumentation.dispatcher import instrument_tags
 from llama_index.core.llms import MockLLM
 from llama_index.core.schema import QueryBundle
 from llama_index.core.tools import QueryEngineTool
+from llamaindex_fakes import HashEmbedding
 
 from ragbridge.adapters.llamaindex import ShadowQueryEngine, shadow
 from ragbridge.core.background import sampled_by_id
@@ -36,28 +34,6 @@ from ragbridge.core.monitoring import MonitorStore, RequestRecord
 from ragbridge.core.monitoring.shadow import ShadowScorer
 from ragbridge.core.results import FailureKind
 from ragbridge.core.testing import CountingJudge
-
-
-class HashEmbedding(BaseEmbedding):
-    """Bag of words hashed into a small vector: deterministic, texts score differently."""
-
-    dim: int = 64
-
-    def _vec(self, text: str) -> list[float]:
-        vector = [0.0] * self.dim
-        for word in re.findall(r"[a-z0-9]+", text.lower()):
-            vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1.0
-        return vector
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self._vec(query)
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._vec(query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self._vec(text)
-
 
 TOPICS = {
     "france": "Paris is the capital of France. The Eiffel tower stands in Paris.",
