@@ -120,3 +120,24 @@ def test_a_streamed_runs_cells_come_before_its_row_and_can_be_deleted(tmp_path: 
         store.delete_run_cells("r2")
         assert store.run_cells("r2") == []
         assert len(store.run_cells("r1")) == 2
+
+
+def test_reading_the_store_does_not_import_the_scorer_or_the_alerts() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, ragbridge.core.monitoring as m; m.MonitorStore, m.RunRecord; "
+        "print(sorted(n for n in ('ragbridge.core.monitoring.shadow', 'ragbridge.core.scoring', "
+        "'ragbridge.core.monitoring.alerts', 'ragbridge.core.metrics') if n in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_every_lazy_export_resolves() -> None:
+    import ragbridge.core.monitoring as monitoring
+
+    assert set(monitoring.__all__) == set(monitoring._EXPORTS)
+    for name in monitoring.__all__:
+        assert getattr(monitoring, name) is not None

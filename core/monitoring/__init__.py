@@ -12,13 +12,42 @@ exporter is an adapter: ``ragbridge.adapters.otel.OpenTelemetrySink``.
 
 from __future__ import annotations
 
-from .alerts import Alert, AlertMonitor, Baseline, Rule, check
-from .correlation import FeedbackReport, feedback_report
-from .history import record_run, run_history
-from .records import RequestRecord, RunRecord, ScoreCell
-from .shadow import FinishedRequest, ShadowScorer
-from .sinks import RequestSink, StoreSink
-from .store import SCHEMA_VERSION, MonitorStore, StoreError
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .alerts import Alert, AlertMonitor, Baseline, Rule, check
+    from .correlation import FeedbackReport, feedback_report
+    from .history import record_run, run_history
+    from .records import RequestRecord, RunRecord, ScoreCell
+    from .shadow import FinishedRequest, ShadowScorer
+    from .sinks import RequestSink, StoreSink
+    from .store import SCHEMA_VERSION, MonitorStore, StoreError
+
+# Exported lazily (PEP 562), as `ragbridge.core` is: a reader of the store (``ragbridge
+# history``, ``--history``) must not pay for importing the scorer, the metrics and the alert
+# statistics it never uses.
+_EXPORTS: dict[str, str] = {
+    "SCHEMA_VERSION": "store",
+    "Alert": "alerts",
+    "AlertMonitor": "alerts",
+    "Baseline": "alerts",
+    "FeedbackReport": "correlation",
+    "FinishedRequest": "shadow",
+    "MonitorStore": "store",
+    "RequestRecord": "records",
+    "RequestSink": "sinks",
+    "Rule": "alerts",
+    "RunRecord": "records",
+    "ScoreCell": "records",
+    "ShadowScorer": "shadow",
+    "StoreError": "store",
+    "StoreSink": "sinks",
+    "check": "alerts",
+    "feedback_report": "correlation",
+    "record_run": "history",
+    "run_history": "history",
+}
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -41,3 +70,16 @@ __all__ = [
     "record_run",
     "run_history",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ragbridge.core.monitoring' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
