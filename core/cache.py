@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .cache_backend import CacheBackend, is_cache_url, open_backend
+
 __all__ = [
     "CACHE_FORMAT_VERSION",
     "SCHEMA_VERSION",
@@ -430,6 +432,11 @@ class Cache:
         """The file this cache lives in, or ``":memory:"``."""
         return self._path
 
+    @property
+    def location(self) -> str:
+        """The file this cache lives in (`CacheBackend.location`)."""
+        return self._path
+
     def _connection(self) -> sqlite3.Connection:
         """The open connection; using a closed cache is a programming error, as with files."""
         if self._conn is None:
@@ -794,16 +801,19 @@ class Cache:
 # --------------------------------------------------------------------------------------------
 
 
-def open_cache(spec: str | os.PathLike[str] | Cache | None) -> Cache | None:
-    """Turn a user's cache option into a :class:`Cache` (or None = caching off).
+def open_cache(spec: str | os.PathLike[str] | CacheBackend | None) -> CacheBackend | None:
+    """Turn a user's cache option into an open cache (or None = caching off).
 
-    Lets APIs accept ``cache=None``, ``cache="run.sqlite"`` or an already open cache alike. A
-    :class:`Cache` passed in is returned as is (the caller keeps ownership of closing it).
+    Lets APIs accept ``cache=None``, ``cache="run.sqlite"``, ``cache="redis://host:6379/0"``
+    (a networked backend, `ragbridge.core.cache_backend`) or an already open cache alike. A
+    cache passed in is returned as is (the caller keeps ownership of closing it).
     """
     if spec is None:
         return None
-    if isinstance(spec, Cache):
+    if isinstance(spec, Cache | CacheBackend):
         return spec
+    if is_cache_url(spec):
+        return open_backend(str(spec))
     return Cache(spec)
 
 

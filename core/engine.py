@@ -45,7 +45,8 @@ from typing import Any, Generic, Literal, TypeVar
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
-from .cache import Cache, CachedReply, cache_key, canonical_json
+from .cache import CachedReply, cache_key, canonical_json
+from .cache_backend import CacheBackend
 from .judge import (
     ConnectionRefused,
     Embedder,
@@ -373,7 +374,7 @@ class JudgeEngine:
     backoff_base: float = 0.5
     backoff_max: float = 30.0
     repair: bool = True
-    cache: Cache | None = None
+    cache: CacheBackend | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
     price: Price | None = None
     sleep: Callable[[float], Any] = asyncio.sleep
@@ -763,7 +764,7 @@ class EmbeddingEngine:
     """
 
     embedder: Embedder
-    cache: Cache | None = None
+    cache: CacheBackend | None = None
     batch_size: int = 256
     max_concurrency: int = 1
     timeout: float | None = 120.0

@@ -39,7 +39,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .cache import Cache
+from .cache_backend import CacheBackend
 from .metrics.base import Metric, MetricContext
 from .results import FailureKind, Score
 from .sample import Sample
@@ -135,7 +135,7 @@ class ResultReuse:
     """
 
     def __init__(
-        self, cache: Cache, metrics: Sequence[Metric], ctx: MetricContext, *, batch: int = 1
+        self, cache: CacheBackend, metrics: Sequence[Metric], ctx: MetricContext, *, batch: int = 1
     ) -> None:
         self.cache = cache
         self.hits = 0

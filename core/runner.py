@@ -27,7 +27,8 @@ from typing import Any, TypeVar
 
 from typing_extensions import Unpack
 
-from .cache import Cache, open_cache
+from .cache import open_cache
+from .cache_backend import CacheBackend
 from .engine import EmbeddingEngine, JudgeEngine, Price, cost_of
 from .id_check import IdCheck, note_id_warnings
 from .judge import Embedder, Judge
@@ -189,7 +190,8 @@ def evaluate(
     ``judge`` and ``embedder`` are protocol implementations (or pre-built engines);
     offline-provider metrics given no embedder use
     `ragbridge.adapters.local.LocalEmbedder` (the ``local`` extra), and ``nli`` is the
-    `EntailmentModel` of the ``nli`` provider. ``cache`` is an SQLite path, a `Cache`, or None.
+    `EntailmentModel` of the ``nli`` provider. ``cache`` is an SQLite path, a cache URL
+    (``redis://...``), an open cache, or None.
     ``max_concurrency`` caps provider calls in flight (judge and embedder together);
     ``timeout`` is per call attempt and ``max_retries`` the retry budget per call. ``price``
     turns usage into cost (``evaluation.metadata["cost_usd"]``).
@@ -229,7 +231,7 @@ class Engines:
     settings: Settings
     judge: JudgeEngine | None
     embedder: EmbeddingEngine | None
-    cache: Cache | None = None
+    cache: CacheBackend | None = None
     owns_cache: bool = False
     """Whether the cache was opened here (from a path): then `close` closes it."""
 
@@ -297,11 +299,14 @@ class Engines:
             evaluation.metadata["aborted"] = aborted
 
 
-def build_engines(settings: Settings, metrics: Sequence[Metric]) -> Engines:
+def build_engines(
+    settings: Settings, metrics: Sequence[Metric], *, slots: Slots | None = None
+) -> Engines:
     """The engines ``settings`` describe, with the default embedder when a metric needs one.
 
     A pre-built engine is used as given; a plain embedder joins the judge engine's in-flight
-    cap (`Slots`), or a new one of ``max_concurrency`` when there is no judge engine.
+    cap (`Slots`), or a new one of ``max_concurrency`` when there is no judge engine. ``slots``
+    replaces that cap, e.g. with one a whole cluster shares (`ragbridge.adapters.dask`).
     """
     store = open_cache(settings.cache)
     judge = settings.judge
@@ -309,7 +314,7 @@ def build_engines(settings: Settings, metrics: Sequence[Metric]) -> Engines:
     if judge is None or isinstance(judge, JudgeEngine):
         engine = judge
     else:
-        engine = judge_engine(settings, judge, store)
+        engine = judge_engine(settings, judge, store, slots=slots)
     embedder = settings.embedder
     if embedder is None and any(m.needs_embedder and not m.needs_judge for m in metrics):
         embedder = default_embedder()
@@ -317,7 +322,10 @@ def build_engines(settings: Settings, metrics: Sequence[Metric]) -> Engines:
     if embedder is None or isinstance(embedder, EmbeddingEngine):
         embed_engine = embedder
     else:
-        slots = engine.slots if engine is not None else Slots(settings.max_concurrency)
+        if engine is not None:
+            slots = engine.slots
+        elif slots is None:
+            slots = Slots(settings.max_concurrency)
         embed_engine = EmbeddingEngine(
             embedder,
             cache=store,
@@ -330,8 +338,11 @@ def build_engines(settings: Settings, metrics: Sequence[Metric]) -> Engines:
     return Engines(settings, engine, embed_engine, store, owns)
 
 
-def judge_engine(settings: Settings, judge: Judge, cache: Cache | None) -> JudgeEngine:
-    """The `JudgeEngine` ``settings`` describe for ``judge``, reading and writing ``cache``."""
+def judge_engine(
+    settings: Settings, judge: Judge, cache: CacheBackend | None, *, slots: Slots | None = None
+) -> JudgeEngine:
+    """The `JudgeEngine` ``settings`` describe for ``judge``, reading and writing ``cache``;
+    ``slots`` is its in-flight cap when not its own one of ``max_concurrency``."""
     return JudgeEngine(
         judge,
         max_concurrency=settings.max_concurrency,
@@ -340,6 +351,7 @@ def judge_engine(settings: Settings, judge: Judge, cache: Cache | None) -> Judge
         cache=cache,
         price=settings.price,
         stop_after=settings.stop_after,
+        slots=slots,
     )
 
 

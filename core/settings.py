@@ -16,7 +16,7 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
-from .cache import Cache
+from .cache_backend import CacheBackend
 from .engine import EmbeddingEngine, JudgeEngine, Price
 from .framework_models import as_embedder, as_judge
 from .judge import Embedder, EntailmentModel, Judge
@@ -30,7 +30,8 @@ class Settings:
 
     * ``judge`` — a `Judge` (or a pre-built `JudgeEngine`); ``embedder`` — an `Embedder` (or an
       `EmbeddingEngine`); ``nli`` — the `EntailmentModel` of the ``nli`` providers.
-    * ``cache`` — an SQLite path, a `Cache`, or None (no cache).
+    * ``cache`` — an SQLite path, a cache URL (``redis://...``), an open cache (`Cache`, any
+      `CacheBackend`), or None (no cache).
     * ``max_concurrency`` — provider calls in flight at most, judge and embedder together.
     * ``timeout`` — seconds per call attempt (None: no limit); HTTP adapters follow it.
     * ``max_retries`` — retries per call for transient errors and unusable replies.
@@ -46,7 +47,7 @@ class Settings:
     judge: Judge | JudgeEngine | None = None
     embedder: Embedder | EmbeddingEngine | None = None
     nli: EntailmentModel | None = None
-    cache: str | os.PathLike[str] | Cache | None = None
+    cache: str | os.PathLike[str] | CacheBackend | None = None
     max_concurrency: int = 8
     timeout: float | None = 60.0
     max_retries: int = 4
@@ -131,7 +132,7 @@ class SettingsOptions(TypedDict, total=False):
     judge: Judge | JudgeEngine | None
     embedder: Embedder | EmbeddingEngine | None
     nli: EntailmentModel | None
-    cache: str | os.PathLike[str] | Cache | None
+    cache: str | os.PathLike[str] | CacheBackend | None
     max_concurrency: int
     timeout: float | None
     max_retries: int

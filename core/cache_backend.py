@@ -1,0 +1,108 @@
+"""What a cache of judge replies, embeddings and kept Scores must do, whatever stores it.
+
+The engines (`ragbridge.core.engine`) and the kept-result reuse (`ragbridge.core.result_cache`)
+talk to a cache through this protocol only. Today's SQLite file (`ragbridge.core.cache.Cache`)
+is the default; a networked store lets the workers of a cluster share one cache, so a judge
+answer paid on one machine is not paid again on another. A backend is chosen by the cache
+spec a user gives (`open_cache`): a path is an SQLite file, ``SCHEME://...`` is looked up among
+the ``ragbridge.caches`` entry points (``redis://`` is `ragbridge.adapters.redis_cache`), so the
+core imports no database client.
+
+The promises of `ragbridge.core.cache` hold for every backend: keys are content addresses
+(`ragbridge.core.cache.cache_key`), every ``put_*`` is durable when it returns (a killed run
+resumes without repeating finished calls), and one object may be shared by many asyncio tasks
+and threads. Housekeeping (``ragbridge cache stats|prune``) stays SQLite-only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from importlib import metadata
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from .cache import CachedReply, CacheStats
+
+__all__ = ["CACHE_ENTRY_POINTS", "CacheBackend", "is_cache_url", "open_backend"]
+
+CACHE_ENTRY_POINTS = "ragbridge.caches"
+"""Entry-point group of networked backends: name = URL scheme, value = ``open(url)``."""
+
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+@runtime_checkable
+class CacheBackend(Protocol):
+    """The operations a run needs from its cache (see the module docstring)."""
+
+    @property
+    def location(self) -> str:
+        """Where the cache lives, for messages: a path, or a URL without its password."""
+        ...
+
+    def get_reply(self, key: str) -> CachedReply | None: ...
+
+    def put_reply(
+        self,
+        key: str,
+        reply: CachedReply,
+        *,
+        model: str,
+        template_id: str,
+        template_version: str | None = None,
+        facts: Mapping[str, Any] | None = None,
+    ) -> None: ...
+
+    def get_embeddings(self, model: str, texts: Sequence[str]) -> list[list[float] | None]: ...
+
+    def put_embeddings(
+        self,
+        model: str,
+        texts: Sequence[str],
+        vectors: Sequence[Sequence[float]] | npt.NDArray[np.floating[Any]],
+    ) -> None: ...
+
+    def get_results(self, keys: Sequence[str]) -> dict[str, str]: ...
+
+    def put_results(self, rows: Sequence[tuple[str, str, str, str]]) -> None: ...
+
+    def stats(self) -> CacheStats: ...
+
+    def close(self) -> None: ...
+
+
+def is_cache_url(spec: str | os.PathLike[str]) -> bool:
+    """Whether ``spec`` names a networked cache (``SCHEME://...``) rather than a file."""
+    return isinstance(spec, str) and _URL.match(spec) is not None
+
+
+def open_backend(url: str) -> CacheBackend:
+    """Open the networked cache ``url`` names, through its scheme's entry point.
+
+    An unknown scheme is a ValueError listing the known ones; a known scheme whose extra is not
+    installed raises the adapter's ImportError, which names the extra.
+    """
+    match = _URL.match(url)
+    if match is None:
+        raise ValueError(f"{url!r} is not a cache URL (SCHEME://...)")
+    scheme = match.group(1).lower()
+    found = {ep.name: ep for ep in metadata.entry_points(group=CACHE_ENTRY_POINTS)}
+    if scheme not in found:
+        known = ", ".join(f"{name}://" for name in sorted(found)) or "none installed"
+        raise ValueError(
+            f"cache {_redact(url)}: no cache backend for {scheme}:// (known: {known}); "
+            "give an SQLite path or a URL of a known backend"
+        )
+    opener = found[scheme].load()
+    backend: CacheBackend = opener(url)
+    return backend
+
+
+def _redact(url: str) -> str:
+    """``url`` without a password, for messages and logs."""
+    return re.sub(r"//([^/@:]*):[^/@]*@", r"//\1:***@", url)
