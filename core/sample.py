@@ -34,6 +34,7 @@ __all__ = [
     "SampleValidationError",
     "iter_samples",
     "load_samples",
+    "parse_sample_lines",
     "sample_json_schema",
     "save_samples",
 ]
@@ -301,50 +302,67 @@ class SampleReader(Iterator[Sample]):
     ``file:line:`` error saying so.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, skip_invalid: bool = False) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        skip_invalid: bool = False,
+        lines: Iterable[tuple[int, bytes]] | None = None,
+    ) -> None:
+        """Read ``path``; or, with ``lines``, parse those ``(number, raw line)`` pairs of it."""
         self.path = Path(path)
         self.skip_invalid = skip_invalid
         self.report = SampleLoadReport(source=str(path))
         self._seen: dict[str, int] = {}
-        self._lines = self._read()
+        self._lines = self._read() if lines is None else self._parse(str(path), lines)
 
     def _read(self) -> Iterator[Sample]:
-        source = str(self.path)
         with self.path.open("rb") as handle:
-            for number, data in enumerate(handle, start=1):
-                if number == 1:
-                    _refuse_utf16(source, data)
-                    data = data.removeprefix(_UTF8_BOM)  # Windows editors add one: harmless
-                try:
-                    raw = data.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise SampleValidationError(source, number, [_not_utf8(data, exc)]) from None
-                if not raw.strip():
-                    continue
-                try:
-                    sample = Sample.model_validate_json(raw)
-                except ValidationError as exc:
-                    problems = _problems(exc)
-                    if not self.skip_invalid:
-                        raise SampleValidationError(source, number, problems) from None
-                    self.report.invalid.append(InvalidLine(number, problems))
-                    continue
-                first = self._seen.get(sample.id)
-                if first is not None:
-                    problem = f"id: duplicate sample id {sample.id!r} (first on line {first})"
-                    if not self.skip_invalid:
-                        raise SampleValidationError(source, number, [problem])
-                    self.report.invalid.append(InvalidLine(number, [problem]))
-                    continue
-                self._seen[sample.id] = number
-                self.report.loaded += 1
-                yield sample
+            yield from self._parse(str(self.path), enumerate(handle, start=1))
+
+    def _parse(self, source: str, lines: Iterable[tuple[int, bytes]]) -> Iterator[Sample]:
+        """Samples from ``(line number, raw line)`` pairs of ``source``, checked one by one."""
+        for number, data in lines:
+            if number == 1:
+                _refuse_utf16(source, data)
+                data = data.removeprefix(_UTF8_BOM)  # Windows editors add one: harmless
+            try:
+                raw = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise SampleValidationError(source, number, [_not_utf8(data, exc)]) from None
+            if not raw.strip():
+                continue
+            try:
+                sample = Sample.model_validate_json(raw)
+            except ValidationError as exc:
+                problems = _problems(exc)
+                if not self.skip_invalid:
+                    raise SampleValidationError(source, number, problems) from None
+                self.report.invalid.append(InvalidLine(number, problems))
+                continue
+            first = self._seen.get(sample.id)
+            if first is not None:
+                problem = f"id: duplicate sample id {sample.id!r} (first on line {first})"
+                if not self.skip_invalid:
+                    raise SampleValidationError(source, number, [problem])
+                self.report.invalid.append(InvalidLine(number, [problem]))
+                continue
+            self._seen[sample.id] = number
+            self.report.loaded += 1
+            yield sample
 
     def __next__(self) -> Sample:
         return next(self._lines)
 
     def __iter__(self) -> SampleReader:
         return self
+
+
+def parse_sample_lines(source: str, lines: Iterable[tuple[int, bytes]]) -> SampleReader:
+    """Samples from numbered raw lines of ``source`` (a part of a file read elsewhere, e.g. a
+    partition a cluster worker scores), with the same checks and ``file:line:`` errors as
+    `load_samples`; duplicate ids are caught within these lines only."""
+    return SampleReader(source, lines=lines)
 
 
 def load_samples(path: str | os.PathLike[str], *, skip_invalid: bool = False) -> SampleReader:

@@ -108,8 +108,14 @@ class FakeOpenAI:
         answer: Answer | None = None,
         retry_after: float = 1.0,
         hang_seconds: float = 60.0,
+        delay: float = 0.0,
     ) -> None:
         self.answer = answer
+        self.delay = delay
+        """Seconds every request waits before it is answered, like a real endpoint's latency."""
+        self.in_flight = 0
+        self.max_in_flight = 0
+        """Requests being answered at once, at most: what a client's in-flight cap allows."""
         self.retry_after = retry_after
         self.hang_seconds = hang_seconds
         self.requests: list[Request] = []
@@ -251,7 +257,16 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 body = {}
             headers = {k.lower(): v for k, v in self.headers.items()}
             mode = server._take(route, body, headers)
-            self._answer(route, mode, body)
+            with server._lock:
+                server.in_flight += 1
+                server.max_in_flight = max(server.max_in_flight, server.in_flight)
+            try:
+                if server.delay:
+                    time.sleep(server.delay)
+                self._answer(route, mode, body)
+            finally:
+                with server._lock:
+                    server.in_flight -= 1
 
         def _answer(self, route: str, mode: str, body: dict[str, Any]) -> None:
             model = str(body.get("model", ""))

@@ -33,7 +33,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragbridge.adapters.cli import console, history_command, repeat_command, split_command
+from ragbridge.adapters.cli import (
+    cluster_command,
+    console,
+    history_command,
+    repeat_command,
+    split_command,
+)
 from ragbridge.adapters.cli.errors import (
     EXIT_ABORTED,
     EXIT_FAILED,
@@ -90,6 +96,7 @@ def register(sub: Any) -> None:
     add_scoring_options(ev)
     split_command.add_heldout_options(ev)
     repeat_command.add_repeat_option(ev)
+    cluster_command.add_cluster_options(ev)
     ev.set_defaults(handler=run_eval)
 
     run: argparse.ArgumentParser = sub.add_parser(
@@ -210,16 +217,24 @@ def score(
     *,
     on_result: OnResult | None = None,
     metadata: dict[str, Any] | None = None,
+    data: Path | None = None,
 ) -> Evaluation:
     """Run the metrics; with ``on_result`` the cells go there and are not kept.
 
     ``metadata`` is added to the run's own (e.g. the held-out check of the input file), so it
-    reaches the results file's header.
+    reaches the results file's header. With ``--dask``, ``data`` (the file ``samples`` come
+    from) is scored on the cluster instead (`cluster_command`).
     """
     from ragbridge.core.runner import evaluate
 
     if plan.note:
         console.note(plan.note)
+    if getattr(args, "dask", None) is not None and data is not None:
+        evaluation = cluster_command.score_on_cluster(
+            args, plan.metrics, data, total, on_result=on_result
+        )
+        evaluation.metadata.update(metadata or {})
+        return evaluation
     with progress("scoring", total) as advance:
         evaluation = evaluate(
             samples,
@@ -450,6 +465,7 @@ def run_eval(args: argparse.Namespace) -> int:
     from ragbridge.core.sample import load_samples
 
     data = check_input(args.data)
+    cluster_command.check_cluster(args)
     plan = prepare(args, [data])
     scan = scan_samples(args.data, plan.judge)
     warning = own_answers_warning(plan.judge.model, scan.own_answers) if plan.judge else None
@@ -461,7 +477,7 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.repeat > 1:
         return repeat_command.run_repeated(args, plan, data, scan.count, metadata)
     if args.report:  # the report needs every cell at hand
-        evaluation = score(args, plan, load_samples(data), scan.count, metadata=metadata)
+        evaluation = score(args, plan, load_samples(data), scan.count, metadata=metadata, data=data)
         return finish(
             args,
             evaluation,
@@ -537,7 +553,7 @@ def _stream_into(
     with writer or contextlib.nullcontext():
         try:
             evaluation = score(
-                args, plan, load_samples(data), count, on_result=keep, metadata=metadata
+                args, plan, load_samples(data), count, on_result=keep, metadata=metadata, data=data
             )
         except KeyboardInterrupt:
             if writer is not None and out_ok():

@@ -1,0 +1,401 @@
+"""The client side of a cluster run: plan partitions, submit them, keep each, join them in order.
+
+`evaluate` is `ragbridge.core.evaluate` for a Dask distributed cluster. The samples come from
+JSONL shards (paths or globs; see `ragbridge.core.partitions`) or a ``dask.bag`` of samples; each
+partition is one task running the normal async engine on a worker (`.worker`); the in-flight cap
+is the cluster's (`.cap`). What makes the result the local run's, cell for cell:
+
+* each finished partition is written to the parts folder by *this* process, atomically, under
+  its index, and read back in index order, so cells reach ``on_result`` and the returned
+  `Evaluation` in input order whatever order partitions finish in, and a partition that a
+  killed worker's retry finishes twice is still written once;
+* a partition whose part file has the same fingerprint is not submitted at all (a rerun after a
+  crash or Ctrl-C pays only for what was not finished);
+* the judge-call counts, cost and the id check are computed over the whole run.
+
+At most ``2 × worker threads + 2`` JSONL partitions are in flight, so the client holds a few
+partitions' bytes, never the eval set. When a partition reports the judge or embedder unusable
+(``aborted``), no further partition is submitted: the run stops as a local run stops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+from typing_extensions import Unpack
+
+from ragbridge.core.cache_backend import CacheBackend, is_cache_url
+from ragbridge.core.id_check import IdCheck, note_id_warnings
+from ragbridge.core.metrics.base import Metric
+from ragbridge.core.partitions import (
+    PART_KEY,
+    Partition,
+    PartStore,
+    combine_metadata,
+    config_digest,
+    expand_shards,
+    plan_partitions,
+)
+from ragbridge.core.results import Evaluation, Score
+from ragbridge.core.runner import OnResult, Progress, resolve_metrics
+from ragbridge.core.settings import Settings, SettingsOptions
+
+from .worker import Job, ModelSource, describe_source, running_counts, score_items, score_partition
+
+if TYPE_CHECKING:
+    from dask.bag import Bag
+    from distributed import Client, Future
+
+__all__ = ["DEFAULT_PARTITION_SIZE", "evaluate"]
+
+DEFAULT_PARTITION_SIZE = 500
+"""Samples per task: large enough that scheduling is noise, small enough to spread 2,000."""
+
+_POLL_S = 0.5
+
+
+def evaluate(
+    data: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | Bag,
+    metrics: Iterable[Metric | str],
+    *,
+    judge: ModelSource | None = None,
+    embedder: ModelSource | None = None,
+    nli: ModelSource | None = None,
+    base_url: str | None = None,
+    settings: Settings | None = None,
+    client: Client | str | None = None,
+    workers: int = 2,
+    partition_size: int = DEFAULT_PARTITION_SIZE,
+    parts: str | os.PathLike[str] | None = None,
+    progress: Progress | None = None,
+    on_result: OnResult | None = None,
+    keep: bool = True,
+    **options: Unpack[SettingsOptions],
+) -> Evaluation:
+    """Score ``metrics`` on ``data`` on a Dask cluster; the result equals a local run's.
+
+    ``data`` is a JSONL path, a glob, a list of them, or a ``dask.bag`` of `Sample`s (or sample
+    dicts). ``judge``, ``embedder`` and ``nli`` are built on each worker from a spec
+    (``"openai:gpt-4o-mini"``, with ``base_url``; the CLI's ``--judge`` forms), a zero-argument
+    factory, or a model object that pickles. ``settings`` (or its fields as keywords) are the
+    usual ones; ``max_concurrency`` is the cap for the *whole cluster*, and ``cache`` is an
+    SQLite path every worker can open or a cache URL (``redis://host:6379/0``) every machine can
+    reach.
+
+    ``client`` is a ``distributed.Client``, a scheduler address, or None for a ``LocalCluster``
+    of ``workers`` processes (loopback only, no dashboard) made and closed here. ``parts`` is
+    the folder finished partitions are kept in (``part-000000.jsonl``, ...): give it to make a
+    rerun skip them; by default a temporary folder, removed at the end. ``progress(done,
+    total)`` is called at least every half second with the samples finished across the
+    cluster; ``on_result`` and ``keep`` are `ragbridge.core.evaluate`'s.
+    """
+    config = Settings.of(settings, options)
+    for role, given in (
+        ("judge", config.judge),
+        ("embedder", config.embedder),
+        ("nli", config.nli),
+    ):
+        if given is not None:
+            raise TypeError(
+                f"give the {role} as {role}= (a spec, a factory or a picklable model), not in "
+                "settings=: it is built on each worker"
+            )
+    cache = _cache_spec(config.cache)
+    resolved = resolve_metrics(metrics)
+    digest = config_digest(
+        {
+            "metrics": [(m.name, type(m).__name__, m.provider) for m in resolved],
+            "judge": describe_source(judge),
+            "embedder": describe_source(embedder),
+            "nli": describe_source(nli),
+            "base_url": base_url,
+            "reuse_results": config.reuse_results,
+        }
+    )
+    run = uuid.uuid4().hex[:12]
+    job = Job(
+        run=run,
+        metrics=tuple(resolved),
+        judge=judge,
+        embedder=embedder,
+        nli=nli,
+        base_url=base_url,
+        settings=config.replace(cache=None),
+        cache=cache,
+        cap_name=f"ragbridge-cap-{run}",
+    )
+    with contextlib.ExitStack() as stack:
+        folder = parts
+        if folder is None:
+            folder = tempfile.mkdtemp(prefix="ragbridge-parts-")
+            stack.callback(shutil.rmtree, folder, True)
+        store = PartStore(folder)
+        dask_client = stack.enter_context(_connect(client, workers))
+        from distributed import Semaphore
+
+        cap = Semaphore(max_leases=config.max_concurrency, name=job.cap_name)
+        stack.callback(_close_quietly, cap)
+        driver = _Driver(dask_client, job, store, digest, progress)
+        if _is_bag(data):
+            partitions = driver.run_bag(data)
+        else:
+            shards = expand_shards(data)
+            planned = list(plan_partitions(shards, partition_size, digest))
+            driver.total = sum(p.samples for p in planned)
+            partitions = driver.run_shards(planned)
+        return _join(store, partitions, driver, on_result=on_result, keep=keep)
+    raise AssertionError("unreachable")  # pragma: no cover - the with block returns
+
+
+def _cache_spec(cache: object) -> str | None:
+    """The cache as something every worker can open: a path or a URL, never an open object."""
+    if cache is None:
+        return None
+    if isinstance(cache, str | os.PathLike) and os.fspath(cache) != ":memory:":
+        text = os.fspath(cache)
+        return text if is_cache_url(text) else str(Path(text).expanduser().resolve())
+    if isinstance(cache, CacheBackend):
+        location = cache.location
+        if location != ":memory:" and not is_cache_url(location):
+            return location
+    raise TypeError(
+        "a cluster run needs its cache as an SQLite path or a cache URL (redis://...), which "
+        f"each worker opens; got {cache!r}"
+    )
+
+
+@contextlib.contextmanager
+def _connect(client: Client | str | None, workers: int) -> Iterator[Client]:
+    """The client given, one connected to an address, or a LocalCluster made for this run."""
+    from distributed import Client as DaskClient
+
+    if isinstance(client, DaskClient):
+        yield client
+        return
+    if isinstance(client, str):
+        with DaskClient(client) as connected:
+            yield connected
+        return
+    from distributed import LocalCluster
+
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    with (
+        LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address="127.0.0.1:0",  # health routes only: no bokeh, loopback
+            host="127.0.0.1",
+        ) as cluster,
+        DaskClient(cluster) as local,
+    ):
+        yield local
+
+
+def _close_quietly(semaphore: Any) -> None:
+    with contextlib.suppress(Exception):
+        semaphore.close()
+
+
+def _is_bag(data: object) -> TypeGuard[Bag]:
+    try:
+        from dask.bag import Bag
+    except ImportError:  # pragma: no cover - dask is what this adapter needs
+        return False
+    return isinstance(data, Bag)
+
+
+class _Driver:
+    """Submits partitions, keeps each finished one, and tracks progress across the cluster."""
+
+    def __init__(
+        self, client: Client, job: Job, store: PartStore, digest: str, progress: Progress | None
+    ) -> None:
+        self.client = client
+        self.job = job
+        self.store = store
+        self.digest = digest
+        self.progress = progress
+        self.total: int | None = None
+        self.done = 0
+        self.finished_samples = 0
+        self.reused = 0
+        self.scored = 0
+        self.aborted = False
+        self._last_poll = 0.0
+
+    @property
+    def window(self) -> int:
+        threads = sum(self.client.nthreads().values()) or 1
+        return 2 * threads + 2
+
+    def run_shards(self, planned: list[Partition]) -> list[int]:
+        """Score every partition not already kept; the indices of all, in order."""
+        todo: Iterator[Partition] = iter(
+            [p for p in planned if not self._kept(p.index, p.fingerprint, p.samples)]
+        )
+        pending: dict[Future, Partition] = {}
+        self._report()
+        try:
+            while True:
+                while not self.aborted and len(pending) < self.window:
+                    part = next(todo, None)
+                    if part is None:
+                        break
+                    future = self.client.submit(
+                        score_partition,
+                        self.job,
+                        part,
+                        part.read_bytes(),
+                        key=f"ragbridge-{self.job.run}-{part.index}",
+                        pure=False,
+                    )
+                    pending[future] = part
+                if not pending:
+                    break
+                for future in self._wait(pending):
+                    part = pending.pop(future)
+                    self._keep(part.index, part.fingerprint, part.samples, future.result())
+        finally:
+            for future in pending:
+                future.cancel()
+        return [p.index for p in planned if self.store.finished(p.index, p.fingerprint)]
+
+    def run_bag(self, bag: Bag) -> list[int]:
+        """Score each partition of a bag (its samples are computed on the cluster)."""
+        from dask import delayed
+
+        pieces = bag.to_delayed()
+        pending: dict[Future, int] = {}
+        kept = {i: self._fingerprint_of(i) for i in range(len(pieces))}
+        for index, piece in enumerate(pieces):
+            task = delayed(score_items, pure=False)(
+                self.job, index, piece, self.digest, kept[index]
+            )
+            pending[self.client.compute(task)] = index
+        indices = sorted(pending.values())
+        try:
+            while pending:
+                for future in self._wait(pending):
+                    index = pending.pop(future)
+                    samples, fingerprint, evaluation = future.result()
+                    if evaluation is None:
+                        self.reused += 1
+                        self.finished_samples += samples
+                        self.done += samples
+                        continue
+                    self._keep(index, fingerprint, samples, evaluation)
+        finally:
+            for future in pending:
+                future.cancel()
+        return indices
+
+    def _fingerprint_of(self, index: int) -> str | None:
+        try:
+            with self.store.path(index).open(encoding="utf-8") as handle:
+                import json
+
+                header = json.loads(handle.readline())
+            return str(header["metadata"][PART_KEY]["fingerprint"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _kept(self, index: int, fingerprint: str, samples: int) -> bool:
+        if not self.store.finished(index, fingerprint):
+            return False
+        self.reused += 1
+        self.finished_samples += samples
+        self.done += samples
+        return True
+
+    def _keep(self, index: int, fingerprint: str, samples: int, evaluation: Evaluation) -> None:
+        self.store.write(index, fingerprint, samples, evaluation)
+        self.scored += 1
+        self.finished_samples += samples
+        self.done = max(self.done, self.finished_samples)
+        if evaluation.metadata.get("aborted"):
+            self.aborted = True
+        self._report()
+
+    def _wait(self, pending: dict[Any, Any]) -> list[Any]:
+        """Futures finished within the poll interval; progress is reported between polls."""
+        from distributed import wait
+
+        try:
+            done, _ = wait(list(pending), timeout=_POLL_S, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            done = set()
+        if time.monotonic() - self._last_poll >= _POLL_S:
+            self._poll()
+        return [f for f in pending if f in done]
+
+    def _poll(self) -> None:
+        """Samples finished inside running partitions, read from every worker."""
+        self._last_poll = time.monotonic()
+        if self.progress is None:
+            return
+        try:
+            counts = self.client.run(running_counts, self.job.run)
+        except Exception:  # a worker going away mid-poll: the next poll will do
+            return
+        running = sum(sum(by_index.values()) for by_index in counts.values())
+        self.done = max(self.done, self.finished_samples + running)
+        self._report()
+
+    def _report(self) -> None:
+        if self.progress is not None:
+            self.progress(self.done, self.total)
+
+
+def _join(
+    store: PartStore,
+    indices: Sequence[int],
+    driver: _Driver,
+    *,
+    on_result: OnResult | None,
+    keep: bool,
+) -> Evaluation:
+    """The run's `Evaluation` from its kept partitions, in input order."""
+    evaluation = Evaluation()
+    metadata: list[dict[str, Any]] = []
+    ids = IdCheck()
+    seen: set[str] = set()
+    for index in indices:
+        part = store.read(index)
+        metadata.append(part.metadata)
+        by_sample: dict[str, list[Score]] = {}
+        for sample_id, metric, score in part:
+            if sample_id in seen:
+                raise ValueError(
+                    f"duplicate sample id {sample_id!r} (in partition {index} and an earlier one)"
+                )
+            by_sample.setdefault(sample_id, []).append(score)
+            if keep:
+                evaluation.add(sample_id, metric, score)
+            if on_result is not None:
+                on_result(sample_id, metric, score)
+        for sample_id, scores in by_sample.items():
+            ids.add_scores(sample_id, scores)
+        seen.update(by_sample)
+    evaluation.metadata = combine_metadata(metadata)
+    evaluation.metadata["cluster"] = {
+        "workers": len(driver.client.nthreads()),
+        "partitions": len(indices),
+        "partitions_reused": driver.reused,
+        "partitions_scored": driver.scored,
+        "max_concurrency": driver.job.settings.max_concurrency,
+    }
+    if driver.aborted:
+        evaluation.metadata["cluster"]["stopped_early"] = True
+    if not keep:
+        evaluation.metadata["cells_kept"] = False
+    return note_id_warnings(evaluation, ids)

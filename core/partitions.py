@@ -1,0 +1,243 @@
+"""Cut JSONL eval sets into partitions, keep each scored partition, and put the run back together.
+
+A run spread over many processes (`ragbridge.adapters.dask`) scores one partition per task. Three
+things must hold for its result to equal a local run's, and are kept here, free of any engine:
+
+* **Input order and ids.** Partitions are consecutive runs of lines, numbered in input order
+  (files in the order given, globs sorted), so joining finished partitions by index gives the
+  local run's order. Sample ids must be unique across *all* shards, as they are within one file:
+  `plan_partitions` reads every id once and refuses a duplicate naming both places.
+* **Nothing lost, nothing twice.** A finished partition is one results file written atomically
+  (`Evaluation.to_jsonl`: temporary file, then rename), so a worker killed mid-partition leaves
+  no half file, and the partition is simply scored again; the index names the file, so a retry
+  replaces rather than adds.
+* **A rerun skips finished work, and only finished work.** Each partition has a fingerprint: a
+  hash of its bytes and of the run's scoring configuration (metrics, models, settings that
+  change values). A part file is reused only when its fingerprint matches; change the judge or
+  one line of the partition, and that partition is scored again.
+
+`combine_metadata` adds the partitions' counts (judge calls, cost, reused results) into the
+run's metadata, so the header of the joined results says what the whole run spent.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .results import Evaluation
+from .sample import Sample, SampleValidationError, parse_sample_lines
+
+__all__ = [
+    "PART_KEY",
+    "PartStore",
+    "Partition",
+    "combine_metadata",
+    "config_digest",
+    "expand_shards",
+    "plan_partitions",
+]
+
+PART_KEY = "partition"
+"""Metadata key of a part file's header: index, fingerprint, samples."""
+
+_SUMMED = ("judge_stats", "embedding_stats", "results_reused")
+"""Metadata counters a run's total is the sum of over its partitions."""
+
+
+@dataclass(frozen=True)
+class Partition:
+    """Consecutive lines ``[start, end)`` (bytes) of one shard, scored by one task."""
+
+    index: int
+    source: str
+    start: int
+    end: int
+    first_line: int
+    samples: int
+    fingerprint: str
+
+    def read_bytes(self) -> bytes:
+        """The partition's raw lines, read from its shard (on whichever machine scores it)."""
+        with open(self.source, "rb") as handle:
+            handle.seek(self.start)
+            return handle.read(self.end - self.start)
+
+    def samples_in(self, data: bytes) -> Iterator[Sample]:
+        """The samples of ``data`` (this partition's bytes), with ``file:line:`` errors."""
+        numbered = enumerate(data.splitlines(keepends=True), start=self.first_line)
+        return parse_sample_lines(self.source, numbered)
+
+
+def config_digest(config: Mapping[str, Any]) -> str:
+    """A short hash of what decides a partition's scores (part of every fingerprint)."""
+    text = json.dumps(config, sort_keys=True, default=repr)
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def expand_shards(shards: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> list[str]:
+    """Paths from paths and glob patterns, in the order given (each glob sorted).
+
+    A pattern that matches nothing, or a path that does not exist, is an error naming it: a
+    typo in a shard list must not shrink the eval set silently.
+    """
+    items = [shards] if isinstance(shards, str | os.PathLike) else list(shards)
+    if not items:
+        raise ValueError("no shards given")
+    found: list[str] = []
+    for item in items:
+        text = os.fspath(item)
+        if glob.has_magic(text):
+            matches = sorted(glob.glob(text))
+            if not matches:
+                raise FileNotFoundError(f"{text}: no file matches this pattern")
+            found.extend(matches)
+        elif not Path(text).is_file():
+            raise FileNotFoundError(f"{text}: no such file")
+        else:
+            found.append(text)
+    return list(dict.fromkeys(found))
+
+
+def plan_partitions(shards: Sequence[str], size: int, config: str) -> Iterator[Partition]:
+    """Partitions of at most ``size`` samples over ``shards``, in input order.
+
+    Reads every line once: to cut at line boundaries, to fingerprint the bytes with ``config``
+    (`config_digest`), and to refuse a line that is not JSON or an id seen before (anywhere in
+    the shards) with ``file:line:``, before any partition is scored. Ids are kept as a set,
+    about 100 bytes each: 10 million samples need about 1 GB on the planning machine.
+    """
+    if size < 1:
+        raise ValueError(f"partition size must be >= 1, got {size}")
+    seen: dict[str, tuple[str, int]] = {}
+    index = 0
+    for source in shards:
+        with open(source, "rb") as handle:
+            start = offset = 0
+            first_line = 1
+            count = 0
+            digest = hashlib.blake2b(config.encode("utf-8"), digest_size=16)
+            for number, line in enumerate(handle, start=1):
+                if count == 0:
+                    start, first_line = offset, number
+                    digest = hashlib.blake2b(config.encode("utf-8"), digest_size=16)
+                offset += len(line)
+                digest.update(line)
+                if not line.strip():
+                    continue
+                sample_id = _line_id(source, number, line)
+                if sample_id in seen:
+                    where, line_no = seen[sample_id]
+                    raise SampleValidationError(
+                        source,
+                        number,
+                        [f"id: duplicate sample id {sample_id!r} (first in {where}:{line_no})"],
+                    )
+                seen[sample_id] = (source, number)
+                count += 1
+                if count == size:
+                    yield Partition(
+                        index, source, start, offset, first_line, count, digest.hexdigest()
+                    )
+                    index += 1
+                    count = 0
+            if count:
+                yield Partition(index, source, start, offset, first_line, count, digest.hexdigest())
+                index += 1
+
+
+def _line_id(source: str, number: int, line: bytes) -> str:
+    """The ``id`` of one raw line, as `Sample` reads it (numbers become strings)."""
+    try:
+        obj = json.loads(line.removeprefix(b"\xef\xbb\xbf"))
+    except ValueError as exc:
+        raise SampleValidationError(source, number, [f"invalid JSON: {exc}"]) from None
+    value = obj.get("id") if isinstance(obj, dict) else None
+    if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
+        raise SampleValidationError(source, number, ["id: a non-empty string is required"])
+    return str(value)
+
+
+class PartStore:
+    """A folder of finished partitions, ``part-000042.jsonl`` each (see the module)."""
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def path(self, index: int) -> Path:
+        return self.folder / f"part-{index:06d}.jsonl"
+
+    def finished(self, index: int, fingerprint: str) -> bool:
+        """Whether partition ``index`` was scored, complete, from the same bytes and config.
+
+        Only the header line is read; a file from another input or another config, or one
+        that cannot be read, is "not finished" and will be replaced.
+        """
+        try:
+            with self.path(index).open(encoding="utf-8") as handle:
+                header = json.loads(handle.readline())
+        except (OSError, ValueError):
+            return False
+        part = header.get("metadata", {}).get(PART_KEY) if isinstance(header, dict) else None
+        return isinstance(part, dict) and part.get("fingerprint") == fingerprint
+
+    def write(self, index: int, fingerprint: str, samples: int, evaluation: Evaluation) -> None:
+        """Keep one scored partition, atomically (a killed writer leaves the old state)."""
+        evaluation.metadata[PART_KEY] = {
+            "index": index,
+            "fingerprint": fingerprint,
+            "samples": samples,
+        }
+        evaluation.to_jsonl(self.path(index))
+
+    def read(self, index: int) -> Evaluation:
+        """A finished partition's cells and metadata, as written."""
+        return Evaluation.from_jsonl(self.path(index))
+
+
+def combine_metadata(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One run's metadata from its partitions': counters summed, the rest from the first.
+
+    Summed: judge and embedding call counts, reused results and ``cost_usd``. ``max_in_flight``
+    is per process and is dropped (the cluster's cap is reported by the caller). The first
+    ``aborted`` line is kept; warnings are joined without repeats.
+    """
+    if not parts:
+        return {}
+    out: dict[str, Any] = {
+        k: v
+        for k, v in parts[0].items()
+        if k not in (*_SUMMED, PART_KEY, "max_in_flight", "warnings", "cost_usd", "aborted")
+    }
+    for key in _SUMMED:
+        found = [p[key] for p in parts if isinstance(p.get(key), Mapping)]
+        if found:
+            total: dict[str, Any] = {}
+            for counts in found:
+                for name, value in counts.items():
+                    if name == "max_in_flight":
+                        total[name] = max(total.get(name, 0), value)
+                    else:
+                        total[name] = total.get(name, 0) + value
+            out[key] = total
+    costs = [p["cost_usd"] for p in parts if isinstance(p.get("cost_usd"), int | float)]
+    if costs:
+        out["cost_usd"] = round(sum(costs), 6)
+    aborted = next((p["aborted"] for p in parts if p.get("aborted")), None)
+    if aborted is not None:
+        out["aborted"] = aborted
+    warnings: list[str] = []
+    for p in parts:
+        for line in p.get("warnings") or []:
+            if line not in warnings:
+                warnings.append(line)
+    if warnings:
+        out["warnings"] = warnings
+    return out
