@@ -115,9 +115,14 @@ class TermIndex:
         return self._idf.get(term, math.log(1.0 + self._n / 0.5))
 
     def coverage(self, wanted: AbstractSet[str]) -> float:
-        """IDF-weighted share of ``wanted`` found anywhere in the contexts (1.0 for none)."""
-        total = sum(self.weight(t) for t in wanted)
-        return sum(self.weight(t) for t in wanted if t in self.pool) / total if total else 1.0
+        """IDF-weighted share of ``wanted`` found anywhere in the contexts (1.0 for none).
+
+        Sums over sets are `math.fsum`: exactly rounded whatever the order, and a set's order
+        changes with the process's hash seed, so a plain ``sum`` gave values that differed in
+        the last bit from one process (or cluster worker) to the next.
+        """
+        total = math.fsum(self.weight(t) for t in wanted)
+        return math.fsum(self.weight(t) for t in wanted if t in self.pool) / total if total else 1.0
 
     def co_support(self, wanted: AbstractSet[str]) -> float:
         """IDF-weighted share of ``wanted`` found together in ONE context sentence (the best).
@@ -126,12 +131,11 @@ class TermIndex:
         contexts: "Neil Gaiman directed Beowulf" gathers its words from "directed by Robert
         Zemeckis" and "written by Neil Gaiman" only if both sit in one sentence.
         """
-        total = sum(self.weight(t) for t in wanted)
+        total = math.fsum(self.weight(t) for t in wanted)
         if not total or not self.sentences:
             return 0.0
-        return (
-            max(sum(self.weight(t) for t in wanted if t in bag) for bag in self.sentences) / total
-        )
+        best = max(math.fsum(self.weight(t) for t in wanted if t in bag) for bag in self.sentences)
+        return best / total
 
 
 def unit(vectors: Sequence[Sequence[float]]) -> np.ndarray[Any, np.dtype[np.float64]]:
@@ -204,7 +208,7 @@ def shortlist(queries: Sequence[str], pieces: Sequence[str], k: int) -> list[lis
     out = []
     for query in queries:
         bag = set(content_words(query))
-        scores = [sum(idf[w] for w in bag & pw) for pw in piece_words]
+        scores = [math.fsum(idf[w] for w in bag & pw) for pw in piece_words]  # order-free
         order = sorted(range(n), key=lambda j: (-scores[j], j))
         out.append(order[:k])
     return out
