@@ -28,11 +28,12 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
-from typing_extensions import Unpack
+from typing_extensions import TypedDict, Unpack
 
 from ragbridge.core.cache_backend import CacheBackend, is_cache_url
+from ragbridge.core.engine import Price
 from ragbridge.core.id_check import IdCheck, note_id_warnings
 from ragbridge.core.metrics.base import Metric
 from ragbridge.core.partitions import (
@@ -46,7 +47,7 @@ from ragbridge.core.partitions import (
 )
 from ragbridge.core.results import Evaluation, Score
 from ragbridge.core.runner import OnResult, Progress, resolve_metrics
-from ragbridge.core.settings import Settings, SettingsOptions
+from ragbridge.core.settings import Settings
 
 from .worker import Job, ModelSource, describe_source, running_counts, score_items, score_partition
 
@@ -60,6 +61,18 @@ DEFAULT_PARTITION_SIZE = 500
 """Samples per task: large enough that scheduling is noise, small enough to spread 2,000."""
 
 _POLL_S = 0.5
+
+
+class ClusterOptions(TypedDict, total=False):
+    """The `Settings` knobs a cluster run takes as keywords (its models are ``judge=`` etc.)."""
+
+    cache: str | os.PathLike[str] | CacheBackend | None
+    max_concurrency: int
+    timeout: float | None
+    max_retries: int
+    price: Price | None
+    stop_after: int
+    reuse_results: bool
 
 
 def evaluate(
@@ -78,7 +91,7 @@ def evaluate(
     progress: Progress | None = None,
     on_result: OnResult | None = None,
     keep: bool = True,
-    **options: Unpack[SettingsOptions],
+    **options: Unpack[ClusterOptions],
 ) -> Evaluation:
     """Score ``metrics`` on ``data`` on a Dask cluster; the result equals a local run's.
 
@@ -97,7 +110,7 @@ def evaluate(
     total)`` is called at least every half second with the samples finished across the
     cluster; ``on_result`` and ``keep`` are `ragbridge.core.evaluate`'s.
     """
-    config = Settings.of(settings, options)
+    config = Settings.merged(settings, **options)
     for role, given in (
         ("judge", config.judge),
         ("embedder", config.embedder),
@@ -147,7 +160,7 @@ def evaluate(
         if _is_bag(data):
             partitions = driver.run_bag(data)
         else:
-            shards = expand_shards(data)
+            shards = expand_shards(cast("str | os.PathLike[str] | Sequence[str]", data))
             planned = list(plan_partitions(shards, partition_size, digest))
             driver.total = sum(p.samples for p in planned)
             partitions = driver.run_shards(planned)

@@ -90,6 +90,7 @@ def _build(role: str, source: ModelSource | None, base_url: str | None) -> Any:
     key = (role, hashlib.blake2b(cloudpickle.dumps((source, base_url))).digest())
     if key in _BUILT:
         return _BUILT[key]
+    model: Any
     if isinstance(source, str):
         from ragbridge.adapters.cli import options
 
