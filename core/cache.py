@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .cache_backend import CacheBackend, is_cache_url, open_backend
+from .cache_backend import CacheBackend, is_cache_url, open_backend, redact_url
 
 __all__ = [
     "CACHE_FORMAT_VERSION",
@@ -49,8 +49,12 @@ __all__ = [
     "ReplyRow",
     "cache_key",
     "canonical_json",
+    "decode_vector",
     "default_cache_path",
+    "encode_vectors",
+    "facts_json",
     "open_cache",
+    "text_hash",
 ]
 
 #: Part of every reply key. Bump it when the canonical form of a key changes, so that entries
@@ -232,9 +236,76 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
     conn.execute("COMMIT")
 
 
-def _text_hash(text: str) -> str:
-    """Embedding rows are keyed by a digest, not the text, so long passages cost 64 bytes each."""
+# --------------------------------------------------------------------------------------------
+# Stored forms every backend shares
+# --------------------------------------------------------------------------------------------
+# A networked backend (`ragbridge.core.cache_backend`) stores the same bytes as the SQLite file,
+# so the two answer alike and cannot drift: these helpers are the one definition of each form.
+
+
+def text_hash(text: str) -> str:
+    """Embeddings are keyed by a digest, not the text, so long passages cost 64 bytes each."""
     return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def facts_json(facts: Mapping[str, Any] | None) -> str | None:
+    """The stored form of a reply's ``facts`` (see `Cache.put_reply`), or None for none.
+
+    `_canonical` refuses what JSON would silently change (non-string keys, NaN), so what is
+    read back is what was checked.
+    """
+    if facts is None:
+        return None
+    return json.dumps(_canonical(dict(facts), "facts"), sort_keys=True)
+
+
+def encode_vectors(
+    texts: Sequence[str],
+    vectors: Sequence[Sequence[float]] | npt.NDArray[np.floating[Any]],
+) -> list[tuple[str, int, bytes]]:
+    """``(text_hash, dim, little-endian float32 bytes)`` per text, every vector checked first.
+
+    All vectors are checked before any is returned, so a caller that writes only what this
+    returns leaves its store untouched by a bad batch: misaligned lengths, a vector that is not
+    a non-empty 1-D array of numbers, or a NaN or infinite value (or one beyond float32 range)
+    raise ValueError naming the text's index, because a cached NaN would poison every later run.
+    """
+    if len(texts) != len(vectors):
+        raise ValueError(
+            f"put_embeddings got {len(texts)} texts but {len(vectors)} vectors; "
+            "they must be aligned one to one"
+        )
+    rows: list[tuple[str, int, bytes]] = []
+    for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
+        try:
+            arr = np.asarray(vector, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"embedding for text #{i} is not a vector of numbers: {exc}") from None
+        if arr.ndim != 1 or arr.size == 0:
+            raise ValueError(
+                f"embedding for text #{i} must be a non-empty 1-D vector, got shape {arr.shape}"
+            )
+        with np.errstate(over="ignore"):
+            stored = arr.astype(_VECTOR_DTYPE)
+        if not np.all(np.isfinite(stored)):
+            raise ValueError(
+                f"embedding for text #{i} contains non-finite values "
+                "(NaN, infinity, or beyond float32 range)"
+            )
+        rows.append((text_hash(text), int(arr.size), stored.tobytes()))
+    return rows
+
+
+def decode_vector(blob: bytes, dim: int) -> list[float] | None:
+    """The stored vector as float64 values, or None when ``blob`` does not hold ``dim`` floats.
+
+    A truncated or foreign value is a miss rather than an error: the caller recomputes the
+    vector and the put replaces the bad entry.
+    """
+    if dim <= 0 or len(blob) != dim * _VECTOR_DTYPE.itemsize:
+        return None
+    values: list[float] = np.frombuffer(blob, dtype=_VECTOR_DTYPE).astype(np.float64).tolist()
+    return values
 
 
 # --------------------------------------------------------------------------------------------
@@ -337,7 +408,8 @@ class Cache:
     open their own :class:`Cache` on the same file.
 
     A file that is not a ragbridge cache (corrupt, or some other file) raises ``ValueError``
-    naming the path; so does a cache written by a newer, incompatible ragbridge.
+    naming the path; so does a cache written by a newer, incompatible ragbridge, and a cache URL
+    (``redis://...``: `open_cache` opens those).
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -345,6 +417,12 @@ class Cache:
         raw = os.fspath(path)
         if raw == "":
             raise ValueError("cache path must not be empty (use ':memory:' for a temporary cache)")
+        if is_cache_url(raw):
+            # Taken as a path, ``redis://host/0`` would quietly become the folders ``redis:/host``.
+            raise ValueError(
+                f"cache {redact_url(raw)} is a URL, not an SQLite file: open it with "
+                "ragbridge.core.cache.open_cache (the --cache option of `ragbridge eval` does)"
+            )
         self._memory = raw == _MEMORY
         self._path: str = raw if self._memory else str(Path(raw).expanduser())
         if not self._memory:
@@ -512,9 +590,7 @@ class Cache:
         """
         if not isinstance(reply, CachedReply):
             raise TypeError(f"reply must be a CachedReply, got {type(reply).__name__}")
-        stored_facts = None
-        if facts is not None:
-            stored_facts = json.dumps(_canonical(dict(facts), "facts"), sort_keys=True)
+        stored_facts = facts_json(facts)
         with self._lock:
             self._connection().execute(
                 "INSERT OR REPLACE INTO replies "
@@ -542,7 +618,7 @@ class Cache:
         Looked up in batches rather than one query per text, since a corpus can hold many
         thousands of passages. The caller embeds only the misses and puts them back.
         """
-        hashes = [_text_hash(t) for t in texts]
+        hashes = [text_hash(t) for t in texts]
         unique = list(dict.fromkeys(hashes))
         found: dict[str, list[float]] = {}
         with self._lock:
@@ -555,11 +631,10 @@ class Cache:
                     f"WHERE model = ? AND text_hash IN ({marks})",
                     (model, *chunk),
                 ).fetchall()
-                for text_hash, dim, blob in rows:
-                    vector = np.frombuffer(blob, dtype=_VECTOR_DTYPE)
-                    # A truncated row is treated as a miss: it will be recomputed and replaced.
-                    if vector.size == dim:
-                        found[text_hash] = vector.astype(np.float64).tolist()
+                for digest, dim, blob in rows:
+                    vector = decode_vector(blob, int(dim or 0))
+                    if vector is not None:
+                        found[digest] = vector
             result: list[list[float] | None] = [
                 list(found[h]) if h in found else None for h in hashes
             ]
@@ -576,36 +651,14 @@ class Cache:
     ) -> None:
         """Store one vector per text under ``model``, all in one committed transaction.
 
-        Every vector is checked before anything is written, so a bad batch leaves the cache
-        untouched: a NaN or infinite value (or one beyond float32 range) raises ValueError
-        naming the text's index, because a cached NaN would poison every later run.
+        Every vector is checked (`encode_vectors`) before anything is written, so a bad batch
+        leaves the cache untouched: a NaN or infinite value (or one beyond float32 range) raises
+        ValueError naming the text's index, because a cached NaN would poison every later run.
         """
-        if len(texts) != len(vectors):
-            raise ValueError(
-                f"put_embeddings got {len(texts)} texts but {len(vectors)} vectors; "
-                "they must be aligned one to one"
-            )
-        rows: list[tuple[str, str, int, bytes, float]] = []
         now = time.time()
-        for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
-            try:
-                arr = np.asarray(vector, dtype=np.float64)
-            except (TypeError, ValueError) as exc:
-                raise ValueError(
-                    f"embedding for text #{i} is not a vector of numbers: {exc}"
-                ) from None
-            if arr.ndim != 1 or arr.size == 0:
-                raise ValueError(
-                    f"embedding for text #{i} must be a non-empty 1-D vector, got shape {arr.shape}"
-                )
-            with np.errstate(over="ignore"):
-                stored = arr.astype(_VECTOR_DTYPE)
-            if not np.all(np.isfinite(stored)):
-                raise ValueError(
-                    f"embedding for text #{i} contains non-finite values "
-                    "(NaN, infinity, or beyond float32 range)"
-                )
-            rows.append((model, _text_hash(text), int(arr.size), stored.tobytes(), now))
+        rows = [
+            (model, digest, dim, blob, now) for digest, dim, blob in encode_vectors(texts, vectors)
+        ]
         if not rows:
             return
         with self._lock:

@@ -28,7 +28,15 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     from .cache import CachedReply, CacheStats
 
-__all__ = ["CACHE_ENTRY_POINTS", "CacheBackend", "is_cache_url", "open_backend"]
+__all__ = [
+    "CACHE_ENTRY_POINTS",
+    "CacheBackend",
+    "cache_schemes",
+    "is_cache_url",
+    "open_backend",
+    "redact_url",
+    "unknown_scheme",
+]
 
 CACHE_ENTRY_POINTS = "ragbridge.caches"
 """Entry-point group of networked backends: name = URL scheme, value = ``open(url)``."""
@@ -93,16 +101,42 @@ def open_backend(url: str) -> CacheBackend:
     scheme = match.group(1).lower()
     found = {ep.name: ep for ep in metadata.entry_points(group=CACHE_ENTRY_POINTS)}
     if scheme not in found:
-        known = ", ".join(f"{name}://" for name in sorted(found)) or "none installed"
-        raise ValueError(
-            f"cache {_redact(url)}: no cache backend for {scheme}:// (known: {known}); "
-            "give an SQLite path or a URL of a known backend"
-        )
+        raise ValueError(f"cache {unknown_scheme(url)}")
     opener = found[scheme].load()
     backend: CacheBackend = opener(url)
     return backend
 
 
-def _redact(url: str) -> str:
-    """``url`` without a password, for messages and logs."""
-    return re.sub(r"//([^/@:]*):[^/@]*@", r"//\1:***@", url)
+def cache_schemes() -> list[str]:
+    """The URL schemes the installed ``ragbridge.caches`` entry points serve, sorted."""
+    return sorted({ep.name.lower() for ep in metadata.entry_points(group=CACHE_ENTRY_POINTS)})
+
+
+def unknown_scheme(url: str) -> str | None:
+    """Why no backend serves ``url`` (a line naming the known schemes), or None when one does.
+
+    Checks the scheme only, without loading or connecting anything: the CLI checks ``--cache``
+    with it before the run starts.
+    """
+    match = _URL.match(url)
+    if match is None:
+        return f"{redact_url(url)} is not a cache URL (SCHEME://...)"
+    scheme = match.group(1).lower()
+    known = cache_schemes()
+    if scheme in known:
+        return None
+    listed = ", ".join(f"{name}://" for name in known) or "none installed"
+    return (
+        f"{redact_url(url)}: no cache backend for {scheme}:// (known: {listed}); "
+        "give an SQLite path or a URL of a known backend"
+    )
+
+
+def redact_url(url: str) -> str:
+    """``url`` without a password, for messages, logs and `CacheBackend.location`.
+
+    Both places a URL can carry one are masked: the user-info part (``//user:secret@host``)
+    and a ``password=`` query parameter (which redis-py, for one, accepts).
+    """
+    url = re.sub(r"//([^/@:]*):[^/?#]*@", r"//\1:***@", url)
+    return re.sub(r"([?&]password=)[^&#]*", r"\1***", url, flags=re.IGNORECASE)
