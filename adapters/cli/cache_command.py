@@ -13,7 +13,8 @@ bad in three ways, and each has its prune:
 
 ``stats`` (the default) counts replies by model, template and version and embeddings by model,
 with their sizes, and the whole Scores kept for reruns (`ragbridge.core.result_cache`). Errors
-are one line: a missing file, a folder, a file that is not a cache.
+are one line: a missing file, a folder, a file that is not a cache, a cache URL (``redis://``:
+these commands read SQLite files only; a networked cache is looked after by its server).
 """
 
 from __future__ import annotations
@@ -85,7 +86,14 @@ def _days(text: str) -> float:
 
 def run_cache(args: argparse.Namespace) -> int:
     from ragbridge.core.cache import Cache
+    from ragbridge.core.cache_backend import is_cache_url, redact_url
 
+    if is_cache_url(args.path):
+        raise UserError(
+            f"{redact_url(args.path)}: `ragbridge cache` works on SQLite cache files only; "
+            "a networked cache is inspected and expired on its server (e.g. redis-cli, "
+            "maxmemory-policy)"
+        )
     path = Path(args.path)
     if path.is_dir():
         raise UserError(f"{args.path}: is a folder, not a cache file")

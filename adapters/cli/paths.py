@@ -2,7 +2,9 @@
 
 A typo in ``--out`` used to surface after every judge call was made; ``--out`` naming the input
 file silently replaced the eval set with results. Every path the command will read or write is
-checked up front, each problem as one line naming the flag and the fix.
+checked up front, each problem as one line naming the flag and the fix. ``--cache`` may also be
+a URL of a networked cache (``redis://host:6379/0``): its scheme is checked here, the server is
+reached when the run opens it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 
 from ragbridge.adapters.cli.errors import UserError
 
-__all__ = ["check_cache", "check_distinct", "check_input", "check_output"]
+__all__ = ["check_cache", "check_cache_url", "check_distinct", "check_input", "check_output"]
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -65,8 +67,17 @@ def check_output(path: str, flag: str, *, inputs: Iterable[Path] = ()) -> Path:
     return target
 
 
-def check_cache(path: str, *, inputs: Iterable[Path] = ()) -> Path:
-    """``--cache``: a writable place for an SQLite file, or an existing SQLite file."""
+def check_cache(path: str, *, inputs: Iterable[Path] = ()) -> Path | str:
+    """``--cache``: a writable place for an SQLite file, an existing SQLite file, or a URL.
+
+    A URL (``SCHEME://...``) is returned as is when a ``ragbridge.caches`` entry point serves
+    its scheme; nothing connects here (the run does, and says so in one line if it cannot).
+    """
+    from ragbridge.core.cache_backend import is_cache_url  # not at import: it loads numpy
+
+    if is_cache_url(path):
+        check_cache_url(path)
+        return path
     target = check_output(path, "--cache", inputs=inputs)
     if target.exists():
         try:
@@ -82,11 +93,29 @@ def check_cache(path: str, *, inputs: Iterable[Path] = ()) -> Path:
     return target
 
 
+def check_cache_url(url: str) -> None:
+    """A cache URL's scheme is one an installed backend serves (else one line, exit 2)."""
+    from ragbridge.core.cache_backend import unknown_scheme
+
+    problem = unknown_scheme(url)
+    if problem is not None:
+        raise UserError(f"--cache {problem}")
+
+
+def _is_url(spec: str) -> bool:
+    from ragbridge.core.cache_backend import is_cache_url
+
+    return is_cache_url(spec)
+
+
 def check_distinct(paths: Mapping[str, str | None]) -> None:
-    """No two of the flags name the same file (``--out x --report x`` would lose one)."""
+    """No two of the flags name the same file (``--out x --report x`` would lose one).
+
+    A cache URL is not a file and takes no part.
+    """
     seen: dict[Path, str] = {}
     for flag, path in paths.items():
-        if not path:
+        if not path or (flag == "--cache" and _is_url(path)):
             continue
         key = Path(path).resolve()
         if key in seen:
