@@ -64,7 +64,7 @@ from ragbridge.adapters.ragas_provider import (
     ragas_non_llm_score,
     ragas_score,
 )
-from ragbridge.core.cache import Cache
+from ragbridge.core.cache_backend import CacheBackend
 from ragbridge.core.crosscheck import CrossComparison, Skipped, compare_frameworks
 from ragbridge.core.engine import EmbeddingEngine, JudgeEngine
 from ragbridge.core.results import Evaluation, FailureKind, Score, Usage
@@ -346,7 +346,7 @@ def _check_measures(measures: Sequence[str] | None) -> list[str]:
     return out
 
 
-def _default_embeddings(cache: Cache | None) -> EmbeddingEngine:
+def _default_embeddings(cache: CacheBackend | None) -> EmbeddingEngine:
     from ragbridge.core.runner import default_embedder
 
     return EmbeddingEngine(default_embedder(), cache=cache)
