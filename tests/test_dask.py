@@ -34,6 +34,8 @@ from ragbridge.core.runner import evaluate as local_evaluate
 from ragbridge.core.sample import Sample, SampleValidationError, load_samples
 from ragbridge.core.testing import CountingJudge, HashEmbedder
 
+pytest_plugins = ["redis_server"]  # redis_url: a real redis-server on 127.0.0.1 (or a skip)
+
 METRICS = ["faithfulness", "answer_relevance", "context_precision", "recall@3", "mrr"]
 JUDGE = "openai:gpt-fake"
 
@@ -249,6 +251,22 @@ def test_a_shared_cache_means_the_second_cluster_run_makes_no_judge_call(
     assert server.count("chat") == calls  # every reply came from the cache the workers share
     assert second.metadata["judge_stats"]["calls"] == 0
     assert _cells(second)[0][2]["value"] == _cells(first)[0][2]["value"]
+
+
+def test_a_redis_cache_is_shared_by_every_worker_of_two_cluster_runs(
+    shards: list[Path], server: FakeOpenAI, client: Client, redis_url: str
+) -> None:
+    first = _cluster(shards, server, client, cache=redis_url)
+    calls = server.count("chat")
+    assert calls == local_calls(first) > 0
+    second = _cluster(shards, server, client, cache=redis_url, reuse_results=False)
+    assert server.count("chat") == calls  # replies paid by either worker, read by both
+    assert second.metadata["judge_stats"]["calls"] == 0
+    third = _cluster(shards, server, client, cache=redis_url, partition_size=5)
+    assert server.count("chat") == calls  # other partitions, other workers: still nothing paid
+    assert third.metadata["results_reused"]["hits"] > 0
+    values = [(s, m, c["value"], c["failure"]) for s, m, c in _cells(first)]
+    assert [(s, m, c["value"], c["failure"]) for s, m, c in _cells(third)] == values
 
 
 def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(

@@ -308,19 +308,24 @@ def finish(
 
 _OUTCOMES = {EXIT_OK: "passed", EXIT_FAILED: "failed", EXIT_USAGE: "error", EXIT_ABORTED: "aborted"}
 _NOT_CONFIG = frozenset(
-    {"handler", "command", "data", "runs", "out", "report", "history", "save_samples"}
+    {"handler", "command", "data", "runs", "out", "report", "history", "save_samples", "parts"}
 )
 
 
 def history_config(args: argparse.Namespace) -> dict[str, Any]:
     """The settings of a run as the history keeps them: the flags that change how it scores
     (metrics, judge, embedder, cache, limits, ...), not its input and output paths."""
-    return {
+    from ragbridge.core.cache_backend import redact_url
+
+    config = {
         key: value
         for key, value in sorted(vars(args).items())
         if key not in _NOT_CONFIG
         and (value is None or isinstance(value, (str, int, float, bool, list)))
     }
+    if isinstance(config.get("cache"), str):  # a cache URL's password stays out of the history
+        config["cache"] = redact_url(config["cache"])
+    return config
 
 
 def _source(args: argparse.Namespace) -> str | None:

@@ -359,8 +359,11 @@ def _generate(
             )
     except KeyboardInterrupt:
         if args.cache:
+            from ragbridge.core.cache_backend import redact_url
+
             console.note(
-                f"interrupted: rerun the same command to resume; finished calls are in {args.cache}"
+                "interrupted: rerun the same command to resume; finished calls are in "
+                f"{redact_url(args.cache)}"
             )
         raise
     written: list[str] = []
