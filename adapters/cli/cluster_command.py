@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragbridge.adapters.cli import console
 from ragbridge.adapters.cli.errors import UserError
-from ragbridge.adapters.cli.options import progress
+from ragbridge.adapters.cli.options import _positive_int, progress
 
 if TYPE_CHECKING:
     from ragbridge.core.metrics.base import Metric
@@ -28,16 +28,6 @@ __all__ = ["add_cluster_options", "check_cluster", "score_on_cluster"]
 
 LOCAL = "local"
 """``--dask`` with no address: a LocalCluster of ``--workers`` processes on this machine."""
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def add_cluster_options(parser: argparse.ArgumentParser) -> None:
@@ -52,11 +42,11 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
         "--concurrency is then the cap for the whole cluster",
     )
     group.add_argument(
-        "--workers", type=_count, default=2, metavar="N",
+        "--workers", type=_positive_int, default=2, metavar="N",
         help="worker processes of the local cluster (default 2)",
     )  # fmt: skip
     group.add_argument(
-        "--partition-size", type=_count, default=500, metavar="N",
+        "--partition-size", type=_positive_int, default=500, metavar="N",
         help="samples per cluster task (default 500)",
     )  # fmt: skip
     group.add_argument(
