@@ -122,7 +122,7 @@ def plan_partitions(shards: Sequence[str], size: int, config: str) -> Iterator[P
             start = offset = 0
             first_line = 1
             count = 0
-            digest = hashlib.blake2b(config.encode("utf-8"), digest_size=16)
+            digest = hashlib.blake2b(digest_size=16)  # replaced at each partition's first line
             for number, line in enumerate(handle, start=1):
                 if count == 0:
                     start, first_line = offset, number
@@ -174,19 +174,24 @@ class PartStore:
     def path(self, index: int) -> Path:
         return self.folder / f"part-{index:06d}.jsonl"
 
-    def finished(self, index: int, fingerprint: str) -> bool:
-        """Whether partition ``index`` was scored, complete, from the same bytes and config.
+    def fingerprint(self, index: int) -> str | None:
+        """The fingerprint partition ``index`` was kept under, or None (none kept, unreadable).
 
-        Only the header line is read; a file from another input or another config, or one
-        that cannot be read, is "not finished" and will be replaced.
+        Only the header line is read.
         """
         try:
             with self.path(index).open(encoding="utf-8") as handle:
                 header = json.loads(handle.readline())
         except (OSError, ValueError):
-            return False
+            return None
         part = header.get("metadata", {}).get(PART_KEY) if isinstance(header, dict) else None
-        return isinstance(part, dict) and part.get("fingerprint") == fingerprint
+        found = part.get("fingerprint") if isinstance(part, dict) else None
+        return found if isinstance(found, str) else None
+
+    def finished(self, index: int, fingerprint: str) -> bool:
+        """Whether partition ``index`` was scored, complete, from the same bytes and config;
+        a file from another input or config is "not finished" and will be replaced."""
+        return self.fingerprint(index) == fingerprint
 
     def write(self, index: int, fingerprint: str, samples: int, evaluation: Evaluation) -> None:
         """Keep one scored partition, atomically (a killed writer leaves the old state)."""

@@ -620,3 +620,15 @@ def test_the_cache_command_says_it_reads_sqlite_files_only(
         "cache files only; a networked cache is inspected and expired on its server (e.g. "
         "redis-cli, maxmemory-policy)"
     )
+
+
+def test_a_cache_urls_password_stays_out_of_the_run_history() -> None:
+    import argparse
+
+    from ragbridge.adapters.cli.eval_command import history_config
+
+    args = argparse.Namespace(cache="redis://:s3cret@cache.internal:6379/0", metrics="mrr")
+    config = history_config(args)
+    assert "s3cret" not in str(config)
+    assert config["cache"].startswith("redis://")
+    assert "cache.internal:6379/0" in config["cache"]

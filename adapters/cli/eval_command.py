@@ -323,8 +323,9 @@ def history_config(args: argparse.Namespace) -> dict[str, Any]:
         if key not in _NOT_CONFIG
         and (value is None or isinstance(value, (str, int, float, bool, list)))
     }
-    if isinstance(config.get("cache"), str):  # a cache URL's password stays out of the history
-        config["cache"] = redact_url(config["cache"])
+    cache = config.get("cache")
+    if isinstance(cache, str):  # a cache URL's password stays out of the history
+        config["cache"] = redact_url(cache)
     return config
 
 

@@ -37,7 +37,6 @@ from ragbridge.core.engine import Price
 from ragbridge.core.id_check import IdCheck, note_id_warnings
 from ragbridge.core.metrics.base import Metric
 from ragbridge.core.partitions import (
-    PART_KEY,
     Partition,
     PartStore,
     combine_metadata,
@@ -246,8 +245,8 @@ class _Driver:
         self.aborted = False
         self._last_poll = 0.0
 
-    @property
     def window(self) -> int:
+        """Partitions to keep in flight: enough to keep every worker thread busy (one RPC)."""
         threads = sum(self.client.nthreads().values()) or 1
         return 2 * threads + 2
 
@@ -257,10 +256,11 @@ class _Driver:
             [p for p in planned if not self._kept(p.index, p.fingerprint, p.samples)]
         )
         pending: dict[Future, Partition] = {}
+        window = self.window()  # asked once: it is a round trip to the scheduler
         self._report()
         try:
             while True:
-                while not self.aborted and len(pending) < self.window:
+                while not self.aborted and len(pending) < window:
                     part = next(todo, None)
                     if part is None:
                         break
@@ -289,7 +289,7 @@ class _Driver:
 
         pieces = bag.to_delayed()
         pending: dict[Future, int] = {}
-        kept = {i: self._fingerprint_of(i) for i in range(len(pieces))}
+        kept = {i: self.store.fingerprint(i) for i in range(len(pieces))}
         for index, piece in enumerate(pieces):
             task = delayed(score_items, pure=False)(
                 self.job, index, piece, self.digest, kept[index]
@@ -311,16 +311,6 @@ class _Driver:
             for future in pending:
                 future.cancel()
         return indices
-
-    def _fingerprint_of(self, index: int) -> str | None:
-        try:
-            with self.store.path(index).open(encoding="utf-8") as handle:
-                import json
-
-                header = json.loads(handle.readline())
-            return str(header["metadata"][PART_KEY]["fingerprint"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
 
     def _kept(self, index: int, fingerprint: str, samples: int) -> bool:
         if not self.store.finished(index, fingerprint):

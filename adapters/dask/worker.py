@@ -121,15 +121,13 @@ def _cache(spec: str | None) -> CacheBackend | None:
     return _CACHES[spec]
 
 
-_DEFAULT_EMBEDDER: list[Any] = []
-
-
 def _embedder_for(job: Job, metrics: Sequence[Metric]) -> Any:
     embedder = _build("embedder", job.embedder, job.base_url)
     if embedder is None and any(m.needs_embedder and not m.needs_judge for m in metrics):
-        if not _DEFAULT_EMBEDDER:
-            _DEFAULT_EMBEDDER.append(default_embedder())
-        embedder = _DEFAULT_EMBEDDER[0]
+        key = ("embedder", b"default")  # loaded once per worker process, like the others
+        if key not in _BUILT:
+            _BUILT[key] = default_embedder()
+        embedder = _BUILT[key]
     return embedder
 
 
