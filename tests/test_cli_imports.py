@@ -8,6 +8,7 @@ everything); how long it takes is printed by ``benchmarks/import_time.py``, neve
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -144,3 +145,35 @@ def test_other_errors_still_propagate(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cache_command, "run_cache", broken)
     with pytest.raises(RuntimeError, match="a bug"):
         main(["cache", "x.sqlite"])
+
+
+def test_the_help_table_matches_what_each_command_registers() -> None:
+    """`main.COMMANDS` copies each command's help line so --help imports no command module."""
+    cli_main = importlib.import_module(
+        "ragbridge.adapters.cli.main"
+    )  # the package's `main` is the function
+    (sub,) = [a for a in build_parser()._actions if a.dest == "command"]
+    registered = [(action.dest, action.help) for action in sub._choices_actions]
+    assert registered == [(name, help_line) for name, _, help_line in cli_main.COMMANDS]
+
+
+@pytest.mark.parametrize(
+    ("argv", "imported"),
+    [(["--help"], []), (["--version"], []), (["trec", "--help"], ["trec_command"])],
+)
+def test_only_the_named_commands_module_is_imported(argv: list[str], imported: list[str]) -> None:
+    """``ragbridge --help`` builds stubs: no command module (and no logging) is imported."""
+    code = (
+        "import contextlib, io, json, sys\n"
+        "from ragbridge.adapters.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        f"    main({argv!r})\n"
+        "print(json.dumps(sorted(m.rsplit('.', 1)[1] for m in sys.modules\n"
+        "    if m.startswith('ragbridge.adapters.cli.') and m.endswith('_command'))))\n"
+        "print('logging' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    modules, logging_loaded = done.stdout.strip().splitlines()[-2:]
+    assert json.loads(modules) == imported
+    if not imported:
+        assert logging_loaded == "False"

@@ -11,27 +11,82 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib import import_module
 from typing import Any, NoReturn
 
-from ragbridge.adapters._frameworks import quiet_frameworks
-from ragbridge.adapters.cli import (
-    agreement_command,
-    annotate_command,
-    cache_command,
-    compare_command,
-    console,
-    demo_command,
-    eval_command,
-    export_command,
-    gate_command,
-    history_command,
-    metrics_command,
-    report_command,
-    split_command,
-    testset_command,
-    trec_command,
-)
 from ragbridge.adapters.cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError
+
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    (
+        "agreement",
+        "agreement_command",
+        "judge metrics against human labels: kappa, Spearman, AUROC, threshold",
+    ),
+    (
+        "annotate",
+        "annotate_command",
+        "export results as annotation tasks (JSONL, HTML form); import labels",
+    ),
+    (
+        "cache",
+        "cache_command",
+        "inspect or prune a judge cache file (stats, prune --failed/--old-prompts/...)",
+    ),
+    (
+        "compare",
+        "compare_command",
+        "score one eval set with ragbridge, RAGAS and DeepEval and compare the scores",
+    ),
+    (
+        "demo",
+        "demo_command",
+        "run the offline demo: two pipelines captured, scored, compared and reported",
+    ),
+    ("eval", "eval_command", "score a JSONL eval set (offline providers unless --judge)"),
+    (
+        "run",
+        "eval_command",
+        "run a LangChain chain or LlamaIndex engine over an eval set, then score it",
+    ),
+    ("langsmith", "eval_command", "score runs exported from LangSmith (JSON or JSONL)"),
+    (
+        "estimate",
+        "eval_command",
+        "dry run: judge calls, tokens and cost a judge evaluation would spend",
+    ),
+    (
+        "export",
+        "export_command",
+        "write an eval set in RAGAS, DeepEval or LangSmith-examples format",
+    ),
+    (
+        "gate",
+        "gate_command",
+        "exit 1 on a missed threshold or a significant regression against a baseline",
+    ),
+    (
+        "history",
+        "history_command",
+        "metrics over the runs recorded with --history, and which run changed them",
+    ),
+    ("metrics", "metrics_command", "list every measure, its providers and what each needs"),
+    (
+        "report",
+        "report_command",
+        "write the HTML report of results files (two or more: compared side by side)",
+    ),
+    ("split", "split_command", "split a data set into dev and a locked, held-out test file"),
+    ("testset", "testset_command", "write an eval set with no-answer questions from documents"),
+    ("trec", "trec_command", "evaluate a TREC run against qrels, printing trec_eval's output"),
+)
+"""Every subcommand: its name, the module that registers it, and its one-line help.
+
+Why a table: ``ragbridge --help`` needs only these lines, and importing all fifteen command
+modules (with their options, paths and console helpers) to print them cost about half of the
+command's start-up. A command's module is imported when that command runs (or when
+`build_parser` builds the whole tree); the help lines here must equal the ones each module
+registers (``tests/test_cli_imports.py`` compares them).
+"""
 
 
 def _version() -> str:
@@ -68,33 +123,47 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``ragbridge`` parser: every command in full, or only the one named ``only``.
+
+    With ``only``, the other commands are stubs carrying their help line (enough for the
+    top-level ``--help`` and for argparse's "invalid choice" message), so their modules are not
+    imported; ``only=""`` builds the stubs alone.
+    """
     parser = argparse.ArgumentParser(
         prog="ragbridge", description="Framework-neutral evaluation of RAG pipelines."
     )
     parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    agreement_command.register(sub)
-    annotate_command.register(sub)
-    cache_command.register(sub)
-    compare_command.register(sub)
-    demo_command.register(sub)
-    eval_command.register(sub)
-    export_command.register(sub)
-    gate_command.register(sub)
-    history_command.register(sub)
-    metrics_command.register(sub)
-    report_command.register(sub)
-    split_command.register(sub)
-    testset_command.register(sub)
-    trec_command.register(sub)
+    owner = next((module for name, module, _ in COMMANDS if name == only), None)
+    registered: set[str] = set()
+    for name, module, help_line in COMMANDS:
+        if only is None or module == owner:
+            if module not in registered:  # one module may register several commands
+                registered.add(module)
+                import_module(f"ragbridge.adapters.cli.{module}").register(sub)
+        else:
+            sub.add_parser(name, help=help_line, add_help=False)
     return parser
 
 
+def _command_named(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names (its first word not starting with ``-``), if any."""
+    first = next((word for word in argv if not word.startswith("-")), None)
+    return first if any(first == name for name, _, _ in COMMANDS) else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    quiet_frameworks()  # telemetry off before any command imports a framework
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    command = _command_named(words)
+    if command is not None:
+        from ragbridge.adapters._frameworks import quiet_frameworks
+
+        quiet_frameworks()  # telemetry off before the command's module imports a framework
+    parser = build_parser(only=command or "")  # "": stubs alone, for --help and --version
+    args = parser.parse_args(words)
+    from ragbridge.adapters.cli import console
+
     console.reset()
     try:
         code: int = args.handler(args)
