@@ -50,7 +50,10 @@ explicitly (as ``intra_op_num_threads``); nothing else sets a count.
 
 ``onnx`` and ``onnxruntime`` are imported with `importlib.import_module` when a model is
 built, not at module import: they are optional (the ``local`` extra) and mypy must pass on an
-installation without them.
+installation without them. ``ORT_DISABLE_TELEMETRY=1`` is set (unless the user set it) right
+before onnxruntime is imported: from 1.29 on, that import starts ONNX Runtime's native usage
+telemetry otherwise (`._hub.disable_runtime_telemetry` says what it does and why it must be
+that early).
 """
 
 from __future__ import annotations
@@ -71,6 +74,7 @@ from ragbridge.adapters._bert_numpy import (
     convert_weights,
     mean_pool,
 )
+from ragbridge.adapters._hub import disable_runtime_telemetry
 
 __all__ = ["OPSET", "OnnxSentenceEncoder", "build_model", "make_session"]
 
@@ -234,6 +238,7 @@ def make_session(model: bytes, external: dict[str, F32]) -> Any:
     onnxruntime >= 1.12), which ORT copies into its graph before optimising it: the session
     does not refer to them afterwards, so the caller need not keep them.
     """
+    disable_runtime_telemetry()  # before the first import: ORT reads the switch only then
     ort = importlib.import_module("onnxruntime")
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL

@@ -9,6 +9,18 @@ LangChain import it long before a model is loaded, so setting the variable after
 nothing, and a model name that is not on this machine would be looked up on huggingface.co.
 The loaders therefore pass ``local_files_only=hub_offline()`` to every ``from_pretrained``-style
 call: the decision is made at load time, whatever was imported first.
+
+Why `disable_runtime_telemetry` lives here too: ONNX Runtime's Linux wheels from 1.29 on (1.28
+has none) upload usage events to ``mobile.events.data.microsoft.com`` from native code. ``import
+onnxruntime`` alone resolves that host within seconds and again later (seen with ``strace``: DNS
+queries to the resolver on port 53), and writes a device identifier and an event database under
+``~/.cache/Microsoft/DeveloperTools``. Python's audit hooks and socket patches never see it, and
+``onnxruntime.disable_telemetry_events()`` comes too late (the runtime's environment was created
+at import). The switch it honours is ``ORT_DISABLE_TELEMETRY=1``, read once, at that import;
+set then, nothing is resolved, sent or written (checked on 1.29.0, 1.31.1 and 1.32.0). CI
+machines escape it anyway (ORT stays quiet when ``CI``, ``GITHUB_ACTIONS`` and the like are
+set), which is why a user saw it and CI did not. So the variable must be in ``os.environ``
+before the first ``import onnxruntime``.
 """
 
 from __future__ import annotations
@@ -20,9 +32,22 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["OFFLINE_ENV", "disable_hub", "hub_offline", "installed", "quiet_model_loading"]
+from ragbridge.adapters._frameworks import telemetry_opted_in
+
+__all__ = [
+    "OFFLINE_ENV",
+    "RUNTIME_TELEMETRY_OFF",
+    "disable_hub",
+    "disable_runtime_telemetry",
+    "hub_offline",
+    "installed",
+    "quiet_model_loading",
+]
 
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+RUNTIME_TELEMETRY_OFF = {"ORT_DISABLE_TELEMETRY": "1"}
+"""ONNX Runtime's own opt-out: no uploader, no device identifier, no DNS lookup (module docs)."""
 
 _TRUE = {"1", "on", "yes", "true"}
 
@@ -41,6 +66,21 @@ def disable_hub() -> None:
     ``setdefault``: a user who set ``HF_HUB_OFFLINE=0`` on purpose keeps downloads.
     """
     for name, value in OFFLINE_ENV.items():
+        os.environ.setdefault(name, value)
+
+
+def disable_runtime_telemetry() -> None:
+    """Turn ONNX Runtime's native telemetry off before onnxruntime is imported (module docs).
+
+    ``setdefault``, as for the frameworks' switches: a value the user set wins, and
+    ``RAGBRIDGE_FRAMEWORK_TELEMETRY=1`` leaves it to ONNX Runtime's default. Too late once
+    onnxruntime is imported (it reads the variable once), so the loaders call it first: the
+    ``local`` adapter when imported and when it loads the onnx backend, `._bert_onnx` right
+    before its own import of onnxruntime.
+    """
+    if telemetry_opted_in():
+        return
+    for name, value in RUNTIME_TELEMETRY_OFF.items():
         os.environ.setdefault(name, value)
 
 

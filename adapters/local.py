@@ -46,6 +46,11 @@ Design choices, each for a reason:
   installed is found with ``find_spec``, without importing them. Constructing an embedder
   whose backend is not installed raises an ImportError that names the extra (``local`` for
   onnx and numpy, ``local-torch`` for torch), so ``evaluate()`` can say what to install.
+* **No telemetry.** ONNX Runtime 1.29 and later upload usage events from native code as soon
+  as onnxruntime is imported (DNS lookups of ``mobile.events.data.microsoft.com``, a device id
+  under ``~/.cache/Microsoft``) unless ``ORT_DISABLE_TELEMETRY=1`` is in the environment at that
+  import; this module sets it (``setdefault``) when imported and again right before it imports
+  onnxruntime (`._hub.disable_runtime_telemetry`).
 * **Hub disabled.** ``HF_HUB_OFFLINE=1`` and ``TRANSFORMERS_OFFLINE=1`` are set with
   ``os.environ.setdefault`` (a value the user set explicitly wins) when an embedder is created,
   and a torch model is loaded with ``local_files_only`` unless the user set ``HF_HUB_OFFLINE=0``.
@@ -84,10 +89,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ragbridge.adapters._frameworks import quiet_frameworks
-from ragbridge.adapters._hub import disable_hub, hub_offline, quiet_model_loading
+from ragbridge.adapters._hub import (
+    disable_hub,
+    disable_runtime_telemetry,
+    hub_offline,
+    quiet_model_loading,
+)
 from ragbridge.adapters._hub import installed as _installed
 
 quiet_frameworks()  # before sentence-transformers (hence transformers) is imported, lazily
+disable_runtime_telemetry()  # before onnxruntime is imported, lazily: it reads the switch once
 
 __all__ = [
     "BACKENDS",
@@ -331,6 +342,7 @@ class LocalEmbedder:
     def _build_vendored(self) -> Any:
         """Import the onnx or numpy backend's dependencies and load the vendored float16 model
         (no torch, no Hub)."""
+        disable_runtime_telemetry()  # right before onnxruntime's first import (module docs)
         for module in _ONNX_MODULES if self.backend == "onnx" else ("tokenizers",):
             try:
                 importlib.import_module(module)

@@ -32,6 +32,7 @@ NOT_GIVEN = (
     "ANONYMIZED_TELEMETRY",
     "DO_NOT_TRACK",
     "RAGBRIDGE_FRAMEWORK_TELEMETRY",
+    "ORT_DISABLE_TELEMETRY",
     "PYTHONPATH",
 )
 """What the suite (or a developer's shell) sets that ragbridge must manage without."""
