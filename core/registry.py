@@ -113,6 +113,15 @@ class ProviderSpec:
     extra: str | None = None
     note: str = ""
     """Where this provider's definition differs from the measure's (the comparison prints it)."""
+    reads: frozenset[str] | None = None
+    """The `Sample` fields ``compute`` reads, in the notation of `Metric.reads`; a kept Score of
+    this provider is keyed on them (with the measure class's own). None: not declared, so the
+    key covers the whole sample, metadata included (`ragbridge.core.result_key`)."""
+    definition: str = ""
+    """This provider's own one-line definition, when it computes something other than the
+    measure's ``meaning`` (RAGAS's exact match compares raw strings where the measure is
+    SQuAD-normalised). The table (`Registry.rows`, ``ragbridge metrics``, the docs) shows it in
+    place of the measure's, so no row claims a definition its provider does not compute."""
 
     @property
     def key(self) -> str:
@@ -293,7 +302,8 @@ class Registry:
         """The measure × provider table as rows: what `ragbridge metrics` and the docs print.
 
         ``needs`` joins the provider's own needs with what the measure reads (a reference,
-        relevance labels), so the row says everything a user must supply.
+        relevance labels), so the row says everything a user must supply. ``meaning`` is the
+        provider's own `ProviderSpec.definition` where it has one, else the measure's.
         """
         out = []
         for measure, provider in self.pairs(plugins=plugins):
@@ -308,7 +318,7 @@ class Registry:
                     "needs": ", ".join(n for n in NEEDS if n in needs) or "-",
                     "judge calls": provider.judge_calls,
                     "direction": "higher" if measure.higher_is_better else "lower",
-                    "meaning": measure.meaning,
+                    "meaning": provider.definition or measure.meaning,
                     "how": provider.how,
                 }
             )
@@ -386,6 +396,8 @@ def register_provider(
     build: Callable[[], Metric] | None = None,
     extra: str | None = None,
     note: str = "",
+    reads: Iterable[str] | None = None,
+    definition: str = "",
     registry: Registry | None = None,
 ) -> Callable[[Any], Any]:
     """Decorator registering ``async (metric, sample, ctx) -> Score`` as a provider of a measure.
@@ -394,6 +406,9 @@ def register_provider(
     makes ``"faithfulness:mynli"`` resolvable; the measure's own checks (required fields, edge
     policy, abstentions) still run before the function is called. Decorating a class (a `Metric`
     subclass that scores by itself) registers it as the provider's ``build`` instead.
+    ``reads`` names the sample fields the function reads (see `ProviderSpec.reads`); without
+    it a kept Score of the provider is keyed on the whole sample. ``definition`` is the
+    provider's own one-line definition when it differs from the measure's meaning.
     """
 
     def decorate(target: Any) -> Any:
@@ -408,6 +423,8 @@ def register_provider(
             build=target if is_class else build,
             extra=extra,
             note=note,
+            reads=None if reads is None else frozenset(reads),
+            definition=definition,
         )
         (registry or REGISTRY).add_provider(spec)
         return target

@@ -8,7 +8,9 @@ it, and a rerun reads it back in one lookup per sample.
 
 The key covers, so that no stale Score is ever served:
 
-* the sample: its canonical JSON, every field (metadata included);
+* the sample: the fields the metric reads (`Metric.reads`, `ProviderSpec.reads`), in canonical
+  JSON, so volatile metadata (a pipeline's latency) changes no key; the whole sample, metadata
+  included, for a metric that does not declare what it reads (`ragbridge.core.result_key`);
 * the metric: its class, its configuration (every instance attribute, by ``repr``) and the
   combined judge tasks it shares in this run (`Metric.share_tags`);
 * the models it uses: the judge's name and sampling parameters, the embedder's, the NLI model's;
@@ -41,6 +43,7 @@ from pydantic import ValidationError
 
 from .cache_backend import CacheBackend
 from .metrics.base import Metric, MetricContext
+from .result_key import fields_read, read_set_label, sample_body
 from .results import FailureKind, Score
 from .sample import Sample
 
@@ -144,6 +147,7 @@ class ResultReuse:
         self._pending: list[tuple[str, str, str, str]] = []
         self._lock = threading.Lock()  # a Scorer may be shared by threads, each with its loop
         self._prefix: dict[str, tuple[str, bytes]] = {}
+        self._reads: dict[str, frozenset[str] | None] = {}
         params = (
             json.dumps(dict(ctx.judge.params), sort_keys=True, default=repr)
             if ctx.judge is not None
@@ -182,18 +186,25 @@ class ResultReuse:
                     ]
                 )
                 self._prefix[metric.name] = (code, hashlib.sha256(head.encode()).digest())
+                self._reads[metric.name] = fields_read(metric)
 
     @property
     def active(self) -> bool:
         return bool(self._prefix)
 
     def keys(self, sample: Sample) -> dict[str, str]:
-        """The key of each reusable metric's cell for ``sample``."""
-        body = sample.model_dump_json().encode()
-        return {
-            name: hashlib.sha256(prefix + body).hexdigest()
-            for name, (_, prefix) in self._prefix.items()
-        }
+        """The key of each reusable metric's cell for ``sample``: its prefix and what it reads
+        of the sample (each distinct read set is serialised once per sample)."""
+        bodies: dict[str, bytes] = {}
+        keys: dict[str, str] = {}
+        for name, (_, prefix) in self._prefix.items():
+            reads = self._reads[name]
+            label = read_set_label(reads)
+            body = bodies.get(label)
+            if body is None:
+                body = bodies[label] = sample_body(sample, reads)
+            keys[name] = hashlib.sha256(prefix + body).hexdigest()
+        return keys
 
     def lookup(self, keys: dict[str, str]) -> dict[str, Score]:
         """The kept Scores of these cells, as read back now (usage as cached calls)."""

@@ -53,6 +53,7 @@ class AnswerCorrectness(Metric):
     """Claim-level F1 of the answer against the reference, optionally blended with similarity."""
 
     requires = ("question", "answer", "reference")
+    reads = ("question", "answer", "reference")
     prompt_version = versions(ANSWER_ANALYZE, ANSWER_CORRECTNESS_CLASSIFY)
 
     def __init__(self, similarity_weight: float = 0.0) -> None:

@@ -33,6 +33,7 @@ class AnswerRelevance(Metric):
     """Mean clipped cosine similarity of the question to questions generated from the answer."""
 
     requires = ("question", "answer")
+    reads = ("question", "answer")
     needs_embedder = True
     prompt_version = versions(ANSWER_ANALYZE)
 

@@ -190,6 +190,20 @@ class Metric:
     """False for measures of harm (hallucination): thresholds and gates then read as maxima."""
     _provided: Compute | None = None
     """The registered provider function scoring this metric; None: the class's own `_score`."""
+    reads: ClassVar[tuple[str, ...] | None] = None
+    """The `Sample` fields this class's own scoring reads: `_score`, `_edge`, `missing_input`
+    and what they copy into the Score (a context id in ``details``). A kept Score is keyed on
+    exactly these, so a rerun whose samples differ only in volatile metadata (a latency)
+    reuses it (`ragbridge.core.result_key`). Names: ``question``, ``answer``, ``reference``,
+    ``reference_contexts``, ``relevance``, ``id``; ``contexts`` (every part) or one part,
+    ``contexts.text`` / ``contexts.id`` / ``contexts.score`` / ``contexts.metadata``;
+    ``metadata`` (all of it) or ``metadata.<key>``. ``requires`` is always added. Trusted
+    only when the metric's own class declares it (a subclass that does not restate it may read
+    more); None, the default, keys on the whole sample, which is always safe."""
+    _provided_reads: tuple[str, ...] | None = None
+    """`ProviderSpec.reads` of the provider in `_provided`, sorted (None: not declared). A tuple,
+    not a set: the metric's attributes are part of its result key, and a set's order is not
+    the same in every process."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -213,6 +227,7 @@ class Metric:
         spec: ProviderSpec = REGISTRY.provider(self.name, provider)
         self.provider = spec.name
         self._provided = spec.compute
+        self._provided_reads = None if spec.reads is None else tuple(sorted(spec.reads))
         self.needs_judge = "judge" in spec.needs
         self.needs_embedder = "embedder" in spec.needs
         self.needs_nli = "nli" in spec.needs

@@ -54,6 +54,8 @@ class ContextPrecision(Metric):
     """Rank-aware precision of the retrieved contexts, usefulness judged by an LLM."""
 
     requires = ("question", "contexts")
+    # judged against the reference or else the answer; the context ids go into details
+    reads = ("question", "answer", "reference", "contexts.text", "contexts.id")
     prompt_version = versions(CONTEXT_PRECISION_WITH_REFERENCE, CONTEXT_PRECISION_WITH_ANSWER)
 
     def __init__(

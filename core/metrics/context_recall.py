@@ -45,6 +45,7 @@ class ContextRecall(Metric):
     """Share of the reference's statements found in the retrieved contexts."""
 
     requires = ("question", "reference")
+    reads = ("question", "reference", "contexts.text", "contexts.id")  # ids: in details
     prompt_version = versions(CONTEXT_RECALL_ATTRIBUTE)
 
     def __init__(self, provider: str = "llm", *, similarity: float = DEFAULT_SIMILARITY) -> None:

@@ -129,6 +129,8 @@ class Faithfulness(_ClaimMetric):
     verdict, the 1-based number (and id) of the context cited, and the judge's reason.
     """
 
+    reads = ("question", "answer", "contexts.text", "contexts.id")  # ids: in details
+
     def _from_verdicts(self, check: ClaimCheck) -> Score:
         total = len(check.details)
         supported = check.count("supported")
@@ -151,6 +153,8 @@ class Hallucination(_ClaimMetric):
     ``value = (contradicted + unsupported) / total claims = 1 − faithfulness`` on the same
     verdicts; free (0 extra calls) when Faithfulness runs on the same sample.
     """
+
+    reads = ("question", "answer", "contexts.text", "contexts.id")  # ids: in details
 
     higher_is_better = False
 

@@ -75,6 +75,7 @@ class Correctness(_Grader):
     """1.0 when the answer agrees with the reference on every fact it states, else 0.0."""
 
     requires = ("question", "answer", "reference")
+    reads = ("question", "answer", "reference")  # the template's variables
     template = GRADER_CORRECTNESS
     prompt_version = versions(GRADER_CORRECTNESS)
 
@@ -83,6 +84,7 @@ class Helpfulness(_Grader):
     """1.0 when the answer addresses the question and helps the asker, else 0.0."""
 
     requires = ("question", "answer")
+    reads = ("question", "answer")
     template = GRADER_HELPFULNESS
     prompt_version = versions(GRADER_HELPFULNESS)
 
@@ -91,6 +93,7 @@ class Groundedness(_Grader):
     """1.0 when every fact of the answer is backed by the retrieved contexts, else 0.0."""
 
     requires = ("answer",)
+    reads = ("answer", "contexts.text")
     template = GRADER_GROUNDEDNESS
     prompt_version = versions(GRADER_GROUNDEDNESS)
 
@@ -108,6 +111,7 @@ class DocumentRelevance(_Grader):
     """1.0 when the retrieved contexts relate to the question, else 0.0."""
 
     requires = ("question", "contexts")
+    reads = ("question", "contexts.text")
     template = GRADER_DOCUMENT_RELEVANCE
     prompt_version = versions(GRADER_DOCUMENT_RELEVANCE)
 

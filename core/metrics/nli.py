@@ -80,6 +80,7 @@ async def _matrix(
     how="each answer sentence's best entailment probability over the contexts (MNLI model)",
     needs=["nli"],
     extra="nli",
+    reads=["answer", "contexts.text"],
 )
 async def nli_faithfulness(metric: Metric, sample: Sample, ctx: MetricContext) -> Score:
     threshold = float(getattr(metric, "entailment", DEFAULT_ENTAILMENT))
@@ -119,6 +120,9 @@ async def nli_faithfulness(metric: Metric, sample: Sample, ctx: MetricContext) -
     how="mean over answer sentences of the highest contradiction probability (3-label MNLI)",
     needs=["nli"],
     extra="nli",
+    reads=["answer", "contexts.text"],
+    definition="mean over the answer's sentences of the highest probability that a context "
+    "contradicts it (a sentence the contexts leave unsupported is not counted)",
 )
 async def nli_hallucination(metric: Metric, sample: Sample, ctx: MetricContext) -> Score:
     if ctx.nli is not None and detects_contradiction(ctx.nli) is False:

@@ -46,6 +46,9 @@ class RankingMetric(Metric):
 
     needs_judge = False
     provider = "retrieval"
+    # ids, scores (no_answer's threshold) and metadata (labels found there) of the contexts;
+    # the answer and metadata["declined"] decide no_answer
+    reads = ("contexts", "relevance", "answer", "metadata.declined")
 
     def __init__(
         self,

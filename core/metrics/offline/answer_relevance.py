@@ -124,6 +124,7 @@ async def _kind_vectors(ctx: MetricContext) -> np.ndarray[Any, np.dtype[np.float
         " answers score 0"
     ),
     needs=["embedder"],
+    reads=["question", "answer"],
 )
 async def score_answer_relevance(metric: Metric, sample: Sample, ctx: MetricContext) -> Score:
     answer = sample.answer or ""

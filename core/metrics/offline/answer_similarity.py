@@ -18,6 +18,7 @@ class AnswerSimilarity(Metric):
     """
 
     requires = ("answer", "reference")
+    reads = ("answer", "reference")
     needs_judge = False
     needs_embedder = True
     provider = "offline"

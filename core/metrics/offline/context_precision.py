@@ -19,6 +19,7 @@ __all__ = ["score_context_precision"]
     "offline",
     how="question-context embedding similarity per context, then rank-weighted precision",
     needs=["embedder"],
+    reads=["question", "contexts.text", "contexts.id"],  # ids: in details
 )
 async def score_context_precision(metric: Metric, sample: Sample, ctx: MetricContext) -> Score:
     settings: OfflineSettings = getattr(metric, "settings", OfflineSettings())

@@ -17,6 +17,7 @@ __all__ = ["score_context_recall"]
     "offline",
     how="reference sentences matched to context sentences (embeddings + exact names and numbers)",
     needs=["embedder", "reference"],
+    reads=["reference", "contexts.text"],
 )
 async def score_context_recall(metric: Metric, sample: Sample, ctx: MetricContext) -> Score:
     settings: OfflineSettings = getattr(metric, "settings", OfflineSettings())

@@ -20,6 +20,7 @@ class ContextUsage(Metric):
     """
 
     requires = ("answer",)
+    reads = ("answer", "contexts.text")
     needs_judge = False
     provider = "offline"
 

@@ -45,12 +45,15 @@ _HOW = (
 )
 
 
-@register_provider("faithfulness", "offline", how=_HOW, needs=["embedder"])
+_READS = ("question", "answer", "contexts.text")  # the question: short answers fold it in
+
+
+@register_provider("faithfulness", "offline", how=_HOW, needs=["embedder"], reads=_READS)
 async def score_faithfulness(metric: Metric, sample: Sample, ctx: MetricContext) -> Score:
     return await _claims(metric, sample, ctx, hallucination=False)
 
 
-@register_provider("hallucination", "offline", how=_HOW, needs=["embedder"])
+@register_provider("hallucination", "offline", how=_HOW, needs=["embedder"], reads=_READS)
 async def score_hallucination(metric: Metric, sample: Sample, ctx: MetricContext) -> Score:
     return await _claims(metric, sample, ctx, hallucination=True)
 
