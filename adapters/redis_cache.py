@@ -40,9 +40,10 @@ read). A single server (or a primary) is expected: Redis Cluster would refuse mu
 **Errors.** Opening pings the server, so a wrong address or password is one line at once, e.g.
 ``cache redis://127.0.0.1:6390/0: cannot connect (Connection refused); is redis-server
 running?``. A Redis error later in a run raises `RedisCacheError` (an OSError) with the same kind
-of line, and the run treats it as it treats an SQLite error: a judge or embedding lookup inside
-a metric becomes that metric's failure (``judge_error``, with the line), a lookup of kept Scores
-before scoring stops the run with the line (the CLI's exit 2); nothing wrong is ever returned.
+of line; nothing wrong is ever returned. A run does not die of it: its cache is guarded
+(`ragbridge.core.cache_guard.CacheGuard`), so the first such error turns the cache off for the
+rest of the run, which goes on uncached and ends with that line as a warning, saying what was
+not kept.
 
 Importing this module without redis-py raises ImportError naming the extra:
 ``pip install "ragbridge[redis]"``.
@@ -119,7 +120,8 @@ _T = TypeVar("_T")
 class RedisCacheError(OSError):
     """Redis could not do what the cache asked: one line naming the URL (no password) and the fix.
 
-    An OSError, like a file that cannot be read, so the CLI reports it as one line (exit 2).
+    An OSError, like a file that cannot be read: when opening, the CLI reports it as one line
+    (exit 2, nothing paid yet); mid-run, the run's `CacheGuard` turns the cache off and warns.
     """
 
 

@@ -455,6 +455,8 @@ class Cache:
             conn.close()
             raise
         self._conn = conn
+        self._file = None if self._memory else os.path.abspath(self._path)
+        self._identity = None if self._file is None else _identity(self._file)
 
     def _initialise(self, conn: sqlite3.Connection) -> None:
         """Switch to WAL, check the schema version and create missing tables.
@@ -520,6 +522,22 @@ class Cache:
         if self._conn is None:
             raise ValueError(f"cache {self._path} is closed")
         return self._conn
+
+    def _writable(self) -> sqlite3.Connection:
+        """The connection, once a ``stat`` shows the file is still this cache's (else OSError).
+
+        SQLite goes on writing into a file deleted while open (its folder removed): the puts
+        "succeed" into an inode nobody can reach. The run's `CacheGuard` turns the OSError into
+        one warning and an uncached rest of the run.
+        """
+        conn = self._connection()
+        known = self._identity
+        if self._file is not None and known is not None and _identity(self._file) != known:
+            raise OSError(
+                f"cache {self._path}: the file was deleted or replaced while in use; "
+                "nothing more can be kept in it"
+            )
+        return conn
 
     def __repr__(self) -> str:
         """Show the path, so logs say which cache file a run used."""
@@ -592,7 +610,7 @@ class Cache:
             raise TypeError(f"reply must be a CachedReply, got {type(reply).__name__}")
         stored_facts = facts_json(facts)
         with self._lock:
-            self._connection().execute(
+            self._writable().execute(
                 "INSERT OR REPLACE INTO replies "
                 "(key, model, template_id, text, prompt_tokens, completion_tokens, created, "
                 "template_version, facts) "
@@ -662,7 +680,7 @@ class Cache:
         if not rows:
             return
         with self._lock:
-            conn = self._connection()
+            conn = self._writable()
             with _transaction(conn):
                 conn.executemany(
                     "INSERT OR REPLACE INTO embeddings (model, text_hash, dim, vector, created) "
@@ -700,7 +718,7 @@ class Cache:
             return
         now = time.time()
         with self._lock:
-            conn = self._connection()
+            conn = self._writable()
             with _transaction(conn):
                 conn.executemany(
                     "INSERT OR REPLACE INTO results (key, metric, code, score, created) "
@@ -868,6 +886,15 @@ def open_cache(spec: str | os.PathLike[str] | CacheBackend | None) -> CacheBacke
     if is_cache_url(spec):
         return open_backend(str(spec))
     return Cache(spec)
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """The file at ``path`` as (device, inode); None when there is none."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 def default_cache_path() -> Path:

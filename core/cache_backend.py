@@ -12,6 +12,11 @@ The promises of `ragbridge.core.cache` hold for every backend: keys are content 
 (`ragbridge.core.cache.cache_key`), every ``put_*`` is durable when it returns (a killed run
 resumes without repeating finished calls), and one object may be shared by many asyncio tasks
 and threads. Housekeeping (``ragbridge cache stats|prune``) stays SQLite-only.
+
+A backend whose store fails mid-run (a server gone, a file deleted, a full disk) raises OSError
+(or an ``sqlite3.DatabaseError``) and never returns a wrong entry; a run's cache is wrapped in
+`ragbridge.core.cache_guard.CacheGuard`, which turns such an error into one warning and an
+uncached rest of the run.
 """
 
 from __future__ import annotations

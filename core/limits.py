@@ -110,6 +110,21 @@ class Breaker:
         fix = f" — {self.hint}" if self.hint else ""
         return f"{self.role}: {self.cause} on {self.streak}/{self.calls} calls{fix}"
 
+    @property
+    def verdict(self) -> str | None:
+        """At the end of a run: `line`, or the same line when every call sent failed for one
+        unusable cause without tripping the breaker (fewer than ``stop_after`` calls).
+
+        A connection refused on each of 2 calls is the cause that trips the breaker on a
+        larger run; the run's outcome must not depend on how many samples it had.
+        """
+        if self.tripped:
+            return self.line
+        if self.calls and not self.replied and self.streak == self.calls:
+            fix = f" — {self.hint}" if self.hint else ""
+            return f"{self.role}: {self.cause} on {self.streak}/{self.calls} calls{fix}"
+        return None
+
     async def admit(self) -> str | None:
         """Wait for leave to send one call; the refusal reason once the breaker has tripped.
 

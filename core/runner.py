@@ -29,6 +29,7 @@ from typing_extensions import Unpack
 
 from .cache import open_cache
 from .cache_backend import CacheBackend
+from .cache_guard import guard_cache, lost_cache_lines
 from .engine import EmbeddingEngine, JudgeEngine, Price, cost_of
 from .id_check import IdCheck, note_id_warnings
 from .judge import Embedder, Judge
@@ -294,9 +295,17 @@ class Engines:
         slots = next((e.slots for e in engines if e is not None and e.slots is not None), None)
         if slots is not None:
             evaluation.metadata["max_in_flight"] = slots.max_in_flight
-        aborted = self.aborted()
+        # The run's verdict: a breaker that tripped, or one whose every call failed for one
+        # unusable cause (too few to trip it) — the same cause, the same outcome.
+        verdicts = [e.breaker.verdict for e in (self.judge, self.embedder) if e is not None]
+        aborted = "; ".join(line for line in verdicts if line) or None
         if aborted is not None:
             evaluation.metadata["aborted"] = aborted
+        caches = (self.cache, *(e.cache for e in (self.judge, self.embedder) if e is not None))
+        for line in lost_cache_lines(caches):
+            warnings = evaluation.metadata.setdefault("warnings", [])
+            if line not in warnings:
+                warnings.append(line)
 
 
 def build_engines(
@@ -308,7 +317,8 @@ def build_engines(
     cap (`Slots`), or a new one of ``max_concurrency`` when there is no judge engine. ``slots``
     replaces that cap, e.g. with one a whole cluster shares (`ragbridge.adapters.dask`).
     """
-    store = open_cache(settings.cache)
+    opened = open_cache(settings.cache)
+    store = guard_cache(opened)  # a store lost mid-run turns the cache off, not the run
     judge = settings.judge
     engine: JudgeEngine | None
     if judge is None or isinstance(judge, JudgeEngine):
@@ -334,7 +344,7 @@ def build_engines(
             slots=slots,
             stop_after=settings.stop_after,
         )
-    owns = store is not None and store is not settings.cache
+    owns = opened is not None and opened is not settings.cache
     return Engines(settings, engine, embed_engine, store, owns)
 
 

@@ -94,6 +94,21 @@ class ColumnTally:
         message = self.messages[kind].most_common(1)[0][0]
         return kind, count, message
 
+    def commonest_causes(self, n: int = 3) -> list[tuple[str, int, str]]:
+        """The ``n`` commonest (kind, how many, message) causes of failure, most first.
+
+        A kind's count is not its commonest message's: 27 judge errors may be 16 replies that
+        were not JSON, 6 HTTP 500s and 5 reset connections, and a line naming only the first
+        sends the reader after the wrong fault. Ties keep the order the causes were first seen.
+        """
+        causes = [
+            (kind, count, message)
+            for kind, seen in self.messages.items()
+            for message, count in seen.items()
+        ]
+        causes.sort(key=lambda cause: -cause[1])
+        return causes[:n]
+
     def summary(
         self, metric: str, *, confidence: float, n_resamples: int, seed: int
     ) -> MetricSummary:

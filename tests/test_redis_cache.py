@@ -450,7 +450,7 @@ def test_redact_url_hides_every_password(url: str, shown: str) -> None:
 
 
 def test_a_server_lost_during_a_run_is_an_error_not_a_wrong_answer() -> None:
-    """As with a broken SQLite file: the call raises, the metric records the failure."""
+    """The cache raises, never answers wrong; a run over it goes on uncached, with a warning."""
     from redis_server import redis_server
 
     with redis_server() as url:
@@ -472,9 +472,10 @@ def test_a_server_lost_during_a_run_is_an_error_not_a_wrong_answer() -> None:
     )
     score = run.get("a", "faithfulness")
     assert score is not None
-    assert score.failure is not None
-    assert "lost the connection" in score.failure.message
-    assert judge.calls == 0  # nothing was paid for that the cache could not keep
+    assert score.failure is None  # scored without the cache (tests/test_operator_faults.py)
+    (warning,) = run.metadata["warnings"]
+    assert warning.startswith(f"cache {url}: get_reply: lost the connection")
+    assert "went on without the cache" in warning
     cache.close()
 
 

@@ -7,7 +7,8 @@ code   meaning
 1      the work ran but failed its bar: a requested metric had every non-skipped cell fail,
        or more than ``--max-failed-share`` of them; for ``gate``, a check missed
 2      usage or input error, reported before any judge call was paid (one line)
-3      the run stopped early: the judge or embedder is unusable (one line: cause and fix)
+3      the judge or embedder is unusable: the same permanent error stopped the run early, or
+       failed every call it sent however few (one line: cause and fix)
 130    interrupted (Ctrl-C)
 =====  ===================================================================================
 

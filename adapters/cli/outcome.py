@@ -6,9 +6,11 @@ question with no relevant document) are not failures: the measure does not apply
 that failed because the data lacks a field (``missing_input``) *is* a failure: the user asked for
 a measure the data cannot support, and a table of dashes with exit 0 reads as a pass.
 
-Each failing metric gets one line: its name, failed/total, the commonest failure kind and
-message, and the fix when there is a known one. A run stopped early (``metadata["aborted"]``)
-gets the engine's one line instead, and exit code 3.
+Each failing metric gets one line: its name, failed/total, its commonest causes of failure
+(kind, count and message, up to three, so a mix of faults is not reported as one of them), and
+the fix when there is a known one. A run whose judge or embedder was unusable
+(``metadata["aborted"]``: stopped early, or every call it sent failed for one such reason,
+however few) gets the engine's one line instead, and exit code 3.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ __all__ = ["MetricVerdict", "cli_words", "failing_metrics", "report_outcome"]
 
 DEFAULT_MAX_FAILED_SHARE = 0.05
 
+_CAUSES_SHOWN = 3
+"""Distinct causes a failing metric's line names (kind, count and message each)."""
+
 # Python argument names in core messages, as the command line spells them.
 _CLI_WORDS = (
     ("(judge=...)", "(--judge SPEC)"),
@@ -48,7 +53,8 @@ def cli_words(message: str) -> str:
 
 @dataclass(frozen=True)
 class MetricVerdict:
-    """A metric that failed its bar: counts and its commonest failure."""
+    """A metric that failed its bar: counts, its commonest failure kind, and its commonest
+    causes (kind, count, message), most first."""
 
     label: str
     metric: str
@@ -57,6 +63,7 @@ class MetricVerdict:
     kind: str
     kind_count: int
     message: str
+    causes: tuple[tuple[str, int, str], ...] = ()
 
     @property
     def share(self) -> float:
@@ -88,6 +95,7 @@ def failing_metrics(
                 kind=kind,
                 kind_count=kind_count,
                 message=message,
+                causes=tuple(column.commonest_causes(_CAUSES_SHOWN)),
             )
         )
     return out
@@ -126,13 +134,29 @@ def _one_line(text: str, limit: int = 240) -> str:
 
 
 def verdict_line(verdict: MetricVerdict, max_failed_share: float, source: str) -> str:
-    """``context_recall: 4 of 4 cells failed — missing_input ×4: … ; fix: …``."""
+    """``context_recall: 4 of 4 cells failed — missing_input ×4: … ; fix: …``.
+
+    Failures of several causes are listed with a count each, commonest first:
+    ``judge_error ×16: … not a JSON object; judge_error ×6: HTTP 500 …; judge_error ×5: …``,
+    then how many failed otherwise.
+    """
     name = f"{verdict.label} {verdict.metric}" if verdict.label else verdict.metric
     why = f"{verdict.failed} of {verdict.total} cells failed"
     if verdict.failed < verdict.total:
         why += f" ({verdict.share:.0%}, more than --max-failed-share {max_failed_share:g})"
-    line = f"{name}: {why} — {verdict.kind} ×{verdict.kind_count}: "
-    line += _one_line(cli_words(verdict.message))
+    causes = verdict.causes or ((verdict.kind, verdict.kind_count, verdict.message),)
+    if len(causes) == 1 and causes[0][1] == verdict.failed:
+        kind, count, message = causes[0]
+        said = f"{kind} ×{count}: {_one_line(cli_words(message))}"
+    else:
+        said = "; ".join(
+            f"{kind} ×{count}: {_one_line(cli_words(message), 200)}"
+            for kind, count, message in causes
+        )
+        rest = verdict.failed - sum(count for _, count, _ in causes)
+        if rest > 0:
+            said += f"; {rest} more of other causes"
+    line = f"{name}: {why} — {said}"
     fix = _fix(verdict, source)
     if fix:
         line += f"; fix: {fix}"
