@@ -554,7 +554,18 @@ class RagbridgeMetric(BaseMetric):  # type: ignore[no-untyped-call]
         return 1.0 - value if self._complement else value
 
     def _explain(self, score: Score) -> str:
-        return explain(score)
+        """The reason DeepEval shows: ragbridge's explanation, headed by the direction of the
+        score when lower is better, so that a 0.0 next to the drop-in's 1.0 reads right."""
+        if self.higher_is_better or score.value is None:
+            return explain(score)
+        name = self.metric.name
+        head = (
+            f"score {score.value:.2f} = {name} {score.value:.2f}: ragbridge's direction, 0 is "
+            f"best (success when score <= threshold {self.threshold:g})"
+        )
+        if name == "hallucination":
+            head += "; DeepEval's HallucinationMetric (and its drop-in here) shows 1 − this"
+        return f"{head}\n{explain(score)}"
 
     def _apply(self, score: Score) -> float | None:
         self.last_score = score
@@ -619,10 +630,12 @@ def as_deepeval_metric(
 ) -> RagbridgeMetric:
     """A DeepEval metric scoring ``metric`` (an object or a name like ``"faithfulness:offline"``).
 
-    It shows as ``ragbridge/<measure>`` and keeps ragbridge's direction: success is
+    It shows as ``ragbridge/<measure>`` and keeps ragbridge's direction — the number every
+    other ragbridge sink, report and gate shows for the measure: success is
     ``score >= threshold``, or ``score <= threshold`` for measures where lower is better
-    (``hallucination``, as DeepEval's HallucinationMetric read before 4.x). For DeepEval's own
-    names, arguments and directions use the drop-in classes (`FaithfulnessMetric`, ...).
+    (``hallucination``, as DeepEval's HallucinationMetric read before 4.x), and then the reason
+    opens by saying so. For DeepEval's own names, arguments and directions use the drop-in
+    classes (`FaithfulnessMetric`, ..., `HallucinationMetric`: 1 − hallucination, 1 a pass).
     ``strict_mode`` sets the threshold to 1 (0 for lower-is-better). A failed or skipped
     ragbridge score sets ``error``. ``contexts_from`` picks the test case field checked as the
     contexts (`from_test_case`): by default ``retrieval_context``, or ``context`` when a test
@@ -886,7 +899,11 @@ class HallucinationMetric(DeepEvalNamedMetric):
 
     def _explain(self, score: Score) -> str:
         assert score.value is not None
-        head = f"score {1.0 - score.value:.2f} = 1 − hallucination {score.value:.2f} (1 is a pass)"
+        head = (
+            f"score {1.0 - score.value:.2f} = 1 − hallucination {score.value:.2f} (1 is a pass): "
+            f"DeepEval 4.3's direction (success when score >= threshold {self.threshold:g}); "
+            "as_deepeval_metric('hallucination') shows the hallucination itself"
+        )
         return f"{head}\n{explain(score)}"
 
 

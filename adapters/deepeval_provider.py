@@ -49,6 +49,12 @@ _MEASURES: dict[str, tuple[str, tuple[str, ...], str, str]] = {
     "context_precision": ("ContextualPrecisionMetric", ("judge", "reference"), "2", ""),
     "context_recall": ("ContextualRecallMetric", ("judge", "reference"), "2", ""),
 }
+_DEFINITIONS: dict[str, str] = {
+    "faithfulness": "share of the answer's claims the contexts do not contradict (a claim they "
+    "neither support nor contradict counts as faithful; no claim: 1.0)",
+    "answer_relevance": "share of the answer's statements the judge finds relevant to the question",
+}
+"""DeepEval's own definition where it is not the measure's (`ProviderSpec.definition`)."""
 
 
 async def deepeval_score(measure: str, sample: Sample, engine: JudgeEngine | None) -> Score:
@@ -116,5 +122,6 @@ def register(registry: Registry) -> None:
                 compute=_compute,
                 extra="deepeval",
                 note=note,
+                definition=_DEFINITIONS.get(measure, ""),
             )
         )

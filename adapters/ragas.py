@@ -91,6 +91,9 @@ from pydantic import BaseModel, ValidationError
 from typing_extensions import Unpack
 
 from ragbridge.adapters._frameworks import quiet_frameworks
+from ragbridge.adapters.ragas_names import RAGAS_ALIASES, RAGAS_METRIC_NAMES, Names
+from ragbridge.adapters.ragas_names import measure_of as _measure_of
+from ragbridge.adapters.ragas_names import ragas_name as _ragas_name
 from ragbridge.core.cache import Cache, open_cache
 from ragbridge.core.engine import EmbeddingEngine, JudgeCall, JudgeEngine
 from ragbridge.core.judge import (
@@ -145,6 +148,7 @@ __all__ = [
     "INSTALL_HINT",
     "LEGACY_NAMES",
     "RAGAS_FIELDS",
+    "RAGAS_METRIC_NAMES",
     "RAGAS_NAMES",
     "RagasEmbedder",
     "RagasInstructorJudge",
@@ -1065,9 +1069,12 @@ def embedder_from_ragas(embeddings: Any) -> Embedder | EmbeddingEngine:
 
 # --------------------------------------------------------------------------- metrics for RAGAS
 
-RAGAS_NAMES: dict[str, str] = {"answer_relevancy": "answer_relevance"}
+RAGAS_NAMES: dict[str, str] = {
+    **{ragas: ours for ours, ragas in RAGAS_METRIC_NAMES.items() if ragas != ours},
+    **RAGAS_ALIASES,
+}
 """RAGAS metric names accepted for the ragbridge measure of the same meaning (the column keeps
-the RAGAS name)."""
+the RAGAS name): `RAGAS_METRIC_NAMES` read backwards, and RAGAS's other names for them."""
 
 _COLUMN_OF = {
     "question": "user_input",
@@ -1145,22 +1152,29 @@ class _Group:
             return scorer
 
 
-def _resolve(metric: Metric | str) -> tuple[Metric, str]:
-    """The ragbridge metric, and the RAGAS column name it gets by default."""
+def _resolve(metric: Metric | str, names: Names = "ragas") -> tuple[Metric, str]:
+    """The ragbridge metric, and the RAGAS column name it gets by default: a RAGAS name given
+    is kept; otherwise RAGAS's name for the measure (`ragbridge.adapters.ragas_names`), or
+    ragbridge's with ``names="ragbridge"``."""
     if isinstance(metric, Metric):
         resolved = metric
         label = None
     elif isinstance(metric, str):
-        measure, _, provider = metric.partition(":")
-        name = RAGAS_NAMES.get(measure, measure)
-        (resolved,) = resolve_metrics([f"{name}:{provider}" if provider else name])
-        label = metric if measure in RAGAS_NAMES else None
+        measure, colon, provider = metric.strip().partition(":")
+        ours = _measure_of(measure)
+        if ours is not None and ":" in ours and colon:
+            raise ValueError(f"{measure!r} is RAGAS's name of {ours!r}: give no other provider")
+        name = ours or measure
+        (resolved,) = resolve_metrics([f"{name}:{provider}" if colon else name])
+        label = metric if ours is not None else None
     else:
-        raise TypeError(f"not a metric: {metric!r}")
+        raise TypeError(
+            f"not a metric: {metric!r}; give measure names ('faithfulness') or ragbridge "
+            "Metric objects"
+        )
     if label is None:
         default = resolved.providers[0] if resolved.providers else resolved.provider
-        suffix = "" if resolved.provider in (default, "retrieval") else f":{resolved.provider}"
-        label = f"{resolved.name}{suffix}"
+        label = _ragas_name(resolved.name, resolved.provider, default, names=names)
     return resolved, label
 
 
@@ -1194,6 +1208,13 @@ class RagbridgeMetric(SingleTurnMetric):
     ``RagbridgeMetric("faithfulness")``, ``RagbridgeMetric("answer_relevancy")`` (RAGAS's name
     for ragbridge's ``answer_relevance``; the column keeps the name given),
     ``RagbridgeMetric("faithfulness:offline")``, ``RagbridgeMetric("recall@5")``.
+
+    **Names.** The column (``metric.name``) is RAGAS's name for the measure wherever RAGAS has
+    a counterpart, so code written for RAGAS reads it unchanged: ``"answer_relevance"`` gives
+    ``answer_relevancy``, ``"bleu"`` ``bleu_score``, ``"rouge_l"`` ``rouge_score`` (the table:
+    `ragbridge.adapters.ragas_names`); a provider other than the default is appended
+    (``answer_relevancy:offline``). ``names="ragbridge"`` keeps ragbridge's names;
+    ``name=`` sets one outright.
 
     **Models.** A metric that needs a judge is a RAGAS ``MetricWithLLM`` (and, when it also
     needs an embedder, a ``MetricWithEmbeddings``): given none, it uses what ``ragas.evaluate``
@@ -1233,10 +1254,11 @@ class RagbridgeMetric(SingleTurnMetric):
         llm: Any = None,
         embeddings: Any = None,
         name: str | None = None,
+        names: Names = "ragas",
         _group: _Group | None = None,
         **options: Unpack[SettingsOptions],
     ) -> None:
-        resolved, label = _resolve(metric)
+        resolved, label = _resolve(metric, names)
         if _group is None:
             _group = _Group([resolved], _models(settings, llm, embeddings, dict(options)))
         self._group = _group
@@ -1314,27 +1336,41 @@ def ragbridge_metric(
     llm: Any = None,
     embeddings: Any = None,
     name: str | None = None,
+    names: Names = "ragas",
     **options: Unpack[SettingsOptions],
 ) -> RagbridgeMetric:
     """``RagbridgeMetric(metric, ...)``: a ragbridge measure for ``ragas.evaluate``."""
     return RagbridgeMetric(
-        metric, settings=settings, llm=llm, embeddings=embeddings, name=name, **options
-    )
+        metric, settings=settings, llm=llm, embeddings=embeddings, name=name, names=names,
+        **options,
+    )  # fmt: skip
 
 
 def ragbridge_metrics(
-    *metrics: Metric | str,
+    *metrics: Metric | str | Iterable[Metric | str],
     settings: Settings | None = None,
     llm: Any = None,
     embeddings: Any = None,
+    names: Names = "ragas",
     **options: Unpack[SettingsOptions],
 ) -> list[RagbridgeMetric]:
     """Several ragbridge measures for ``ragas.evaluate`` that share one judge engine and each
-    row's sub-results: ``metrics=[*ragbridge_metrics("faithfulness", "answer_relevancy")]``."""
-    resolved = [_resolve(m) for m in metrics]
-    names = [metric.name for metric, _ in resolved]
-    if len(set(names)) != len(names):
-        raise ValueError(f"metric names must be unique, got {names}")
+    row's sub-results: ``ragbridge_metrics(["faithfulness", "answer_relevancy"])`` — a list,
+    as RAGAS's ``metrics=`` and ragbridge's other sinks take — or the same names one by one.
+    Columns are named as in `RagbridgeMetric` (``names=``)."""
+    given: list[Any] = list(metrics)
+    if len(given) == 1 and not isinstance(given[0], (str, Metric)):
+        given = list(given[0]) if isinstance(given[0], Iterable) else given
+    for item in given:
+        if not isinstance(item, (str, Metric)):
+            raise TypeError(
+                f"not a metric: {item!r}; pass one list of measures, ragbridge_metrics(["
+                "'faithfulness', 'context_recall']), or the measures one by one"
+            )
+    resolved = [_resolve(m, names) for m in given]
+    measures = [metric.name for metric, _ in resolved]
+    if len(set(measures)) != len(measures):
+        raise ValueError(f"metric names must be unique, got {measures}")
     group = _Group([m for m, _ in resolved], _models(settings, llm, embeddings, dict(options)))
     return [RagbridgeMetric(metric, name=label, _group=group) for metric, label in resolved]
 

@@ -166,14 +166,14 @@ def test_a_ragbridge_metric_is_a_ragas_metric_of_the_right_kind() -> None:
         assert isinstance(offline, SingleTurnMetric)
         assert not isinstance(offline, (MetricWithLLM, MetricWithEmbeddings)), name
     offline = RagbridgeMetric("answer_relevance:offline", embedder=HashEmbedder())
-    assert offline.name == "answer_relevance:offline"  # not the default provider: named
+    assert offline.name == "answer_relevancy:offline"  # RAGAS's name; not the default provider
     recall = RagbridgeMetric("context_recall")
     assert recall.required_columns["SINGLE_TURN"] == {"user_input", "reference"}
 
 
 def test_scores_equal_ragbridge_evaluate_on_the_same_samples_and_judge() -> None:
     metrics = [
-        RagbridgeMetric(name, judge=_overlap_judge(), embedder=HashEmbedder())
+        RagbridgeMetric(name, judge=_overlap_judge(), embedder=HashEmbedder(), names="ragbridge")
         for name in (*MEASURES, *OFFLINE)
     ]
     result = ragas.evaluate(to_ragas_dataset(SAMPLES), metrics=metrics, show_progress=False)

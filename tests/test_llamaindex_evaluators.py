@@ -287,11 +287,12 @@ def test_shared_evaluators_cost_what_one_scorer_costs() -> None:
     names = ["faithfulness", "hallucination", "answer_relevance"]
     sample = Sample(id="s", question=SAMPLE_Q, answer=SAMPLE_A, contexts=SAMPLE_C)
 
+    embedder = HashEmbedding()  # answer_relevance needs one: refused at construction without
     direct_judge = CountingJudge()
-    direct = Scorer(names, judge=direct_judge).score(sample)
+    direct = Scorer(names, judge=direct_judge, embedder=embedder).score(sample)
 
     shared_judge = CountingJudge()
-    group = evaluators_for(names, judge=shared_judge)
+    group = evaluators_for(names, judge=shared_judge, embed_model=embedder)
     runner = BatchEvalRunner(evaluators=dict(group), workers=3)
     results = runner.evaluate_response_strs(
         queries=[SAMPLE_Q], response_strs=[SAMPLE_A], contexts_list=[SAMPLE_C]
@@ -305,11 +306,11 @@ def test_shared_evaluators_cost_what_one_scorer_costs() -> None:
 
     separate_judge = CountingJudge()
     for name in names:
-        RagbridgeEvaluator(name, judge=separate_judge).evaluate(
+        RagbridgeEvaluator(name, judge=separate_judge, embed_model=embedder).evaluate(
             query=SAMPLE_Q, response=SAMPLE_A, contexts=SAMPLE_C
         )
     assert separate_judge.calls > shared_judge.calls
-    assert separate_judge.by_task["answer.analyze"] == 2  # faithfulness and hallucination
+    assert separate_judge.by_task["answer.analyze"] == 3  # each of the three pays for it
     assert shared_judge.by_task["answer.analyze"] == 1
 
 

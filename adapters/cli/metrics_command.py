@@ -1,7 +1,9 @@
 """``ragbridge metrics``: every measure and every provider that computes it, from the registry.
 
 One row per measure × provider: what the provider needs (judge, embedder, NLI model, reference,
-relevance labels), its judge calls per sample, and the measure's one-line definition. The table is
+relevance labels), its judge calls per sample, and the one-line definition it computes — the
+measure's, or the provider's own where that differs (RAGAS's ``exact_match`` compares raw strings
+where the measure is SQuAD-normalised: `ProviderSpec.definition`). The table is
 read from `ragbridge.core.registry` (plugins included), so it cannot drift from what
 ``--metrics`` accepts. ``--markdown`` prints the table the docs hold; ``--json`` one object per row.
 """
@@ -22,7 +24,8 @@ def register(sub: Any) -> None:
     parser: argparse.ArgumentParser = sub.add_parser(
         "metrics",
         help="list every measure, its providers and what each needs",
-        description="List every measure × provider: needs, judge calls per sample, meaning.",
+        description="List every measure × provider: needs, judge calls per sample, and the "
+        "definition each provider computes.",
     )
     parser.add_argument("--kind", choices=KINDS, help="only measures of this kind")
     shape = parser.add_mutually_exclusive_group()

@@ -67,6 +67,7 @@ from .capture import (
     node_to_context,
     nodes_to_contexts,
 )
+from .defaults import llamaindex_models
 
 try:
     from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
@@ -227,7 +228,10 @@ class RagbridgeEvaluator(BaseEvaluator):
     (hallucination). ``passing="llamaindex"`` instead passes exactly when LlamaIndex's own
     evaluator would (`LLAMAINDEX_PASSING`: faithfulness 1.0, every claim supported).
     ``use_ref_doc_id`` names contexts from source nodes by document (default) or node id.
-    ``llm=`` and ``embed_model=`` are LlamaIndex's names for ``judge=`` and ``embedder=``.
+    ``llm=`` and ``embed_model=`` are LlamaIndex's names for ``judge=`` and ``embedder=``; given
+    neither, LlamaIndex's ``Settings.llm`` / ``Settings.embed_model`` are used as LlamaIndex's
+    own evaluators use them, and a model needed and found nowhere is refused here, at
+    construction (`ragbridge.adapters.llamaindex.defaults`).
     """
 
     def __init__(
@@ -248,19 +252,21 @@ class RagbridgeEvaluator(BaseEvaluator):
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must lie within [0, 1], got {threshold!r}")
         options = _aliases(options, llm, embed_model)
+        # "faithfulness:offline" names the metric "faithfulness": resolve before looking it up.
+        resolved = metric if isinstance(metric, Metric) else resolve_metrics([metric])[0]
+        name = resolved.name
+        if passing is not None:  # a wrong argument is said before a missing model
+            threshold = _passing_threshold(name, passing)
         if scorer is None:
-            scorer = Scorer([metric], settings=settings, **options)
+            metrics, options = llamaindex_models([resolved], settings, options)
+            scorer = Scorer(metrics, settings=settings, **options)
         elif settings is not None or options:
             given = ", ".join(["settings", *options] if settings is not None else list(options))
             raise ValueError(f"pass either scorer=... or {given}, not both")
-        # "faithfulness:offline" names the metric "faithfulness": resolve before looking it up.
-        name = metric.name if isinstance(metric, Metric) else resolve_metrics([metric])[0].name
         if name not in scorer.names:
             raise ValueError(f"metric {name!r} is not one of the scorer's {scorer.names}")
         self.scorer = scorer
         self.metric = scorer.metrics[scorer.names.index(name)]
-        if passing is not None:
-            threshold = _passing_threshold(name, passing)
         self.threshold = 0.5 if threshold is None else float(threshold)
         self.use_ref_doc_id = use_ref_doc_id
 
@@ -425,9 +431,11 @@ def evaluators_for(
     evaluator asks first. ``thresholds`` overrides ``threshold`` per metric name;
     ``passing="llamaindex"`` sets the metrics LlamaIndex has an all-or-nothing verdict for
     (`LLAMAINDEX_PASSING`) to that verdict's threshold. ``llm=``/``embed_model=`` are
-    LlamaIndex's names for ``judge=``/``embedder=``.
+    LlamaIndex's names for ``judge=``/``embedder=``, with ``Settings.llm`` /
+    ``Settings.embed_model`` read as in `RagbridgeEvaluator`.
     """
-    scorer = Scorer(metrics, settings=settings, **_aliases(options, llm, embed_model))
+    resolved, models = llamaindex_models(metrics, settings, _aliases(options, llm, embed_model))
+    scorer = Scorer(resolved, settings=settings, **models)
     chosen = dict(thresholds or {})
     unknown = sorted(set(chosen) - set(scorer.names))
     if unknown:
@@ -561,8 +569,9 @@ class LiveScoring(BackgroundScoring):
         embed_model: Any = None,
         **options: Unpack[SettingsOptions],
     ) -> None:
+        resolved, models = llamaindex_models(metrics, settings, _aliases(options, llm, embed_model))
         super().__init__(
-            Scorer(metrics, settings=settings, **_aliases(options, llm, embed_model)),
+            Scorer(resolved, settings=settings, **models),
             sample_rate=sample_rate,
             seed=seed,
             max_pending=max_pending,

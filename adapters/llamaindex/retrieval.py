@@ -33,9 +33,11 @@ Why it looks the way it does:
   Any ragbridge measure name (``ndcg@5``, ``precision@10``, ``map@10``, ``r_precision``) is
   accepted next to them and keyed by that name. Where LlamaIndex's own classes differ: a
   repeated retrieved id counts once here (LlamaIndex counts it again in AP and NDCG, which can
-  then exceed 1); a query with no expected id is *skipped* (its ``metric_dict`` is empty, and
-  ``scores`` say why) where LlamaIndex raises; an empty retrieval scores 0 where it raises;
-  the granular variants (``use_granular_hit_rate``, ``use_granular_mrr``) are not offered.
+  then exceed 1); a query labelled with no expected id (``[]``: a no-answer query) is
+  *skipped* (its ``metric_dict`` is empty, and ``scores`` say why) where LlamaIndex raises; an
+  empty retrieval scores 0 where it raises; the granular variants (``use_granular_hit_rate``,
+  ``use_granular_mrr``) are not offered. ``expected_ids=None`` (no labels at all) raises
+  LlamaIndex's own ValueError and message, as its evaluator and metrics do.
 * **Ids that never match the labels are said out loud.** LlamaIndex compares *node* ids, so
   labels that name documents score a plausible 0.0 on every query. Here the contexts keep both
   ids in their metadata (`ragbridge.core.id_check`): when a node's ``ref_doc_id`` (or
@@ -104,6 +106,11 @@ LLAMAINDEX_METRICS: Mapping[str, str] = {
 number of distinct ids retrieved for the query). See the module doc for the differences."""
 
 
+_NO_IDS = "Retrieved ids and expected ids must be provided"
+"""LlamaIndex's message for a metric or evaluator given no ids (its retrieval metrics raise
+ValueError with it), kept word for word: code written for LlamaIndex may match on it."""
+
+
 class IdMismatchError(ValueError):
     """The retrieved ids and the labels name different things (conclusive, from the nodes'
     metadata); the message names the argument that fixes it."""
@@ -170,7 +177,7 @@ class RagbridgeRetrievalMetric(BaseRetrievalMetric):
         **kwargs: Any,
     ) -> RetrievalMetricResult:
         if retrieved_ids is None or expected_ids is None:
-            raise ValueError("Retrieved ids and expected ids must be provided")
+            raise ValueError(_NO_IDS)
         sample = _sample(query or "", list(retrieved_ids), [], expected_ids, "query")
         measure = self.measure_for(len(dict.fromkeys(retrieved_ids)))
         score = score_sample(sample, [measure])[measure]
@@ -254,8 +261,11 @@ class RagbridgeRetrieverEvaluator(RetrieverEvaluator):
         """Retrieve for ``query`` and score every metric against ``expected_ids``.
 
         Raises `IdMismatchError` when the nodes show that the ids compared and the labels name
-        different things (documents vs nodes); a genuine miss scores 0.
+        different things (documents vs nodes); a genuine miss scores 0. ``expected_ids=None``
+        raises LlamaIndex's ValueError, with its message, as its evaluator does.
         """
+        if expected_ids is None:
+            raise ValueError(_NO_IDS)
         nodes = await self.retriever.aretrieve(query)
         for post in self.node_postprocessors or []:
             nodes = post.postprocess_nodes(nodes, query_str=query)
