@@ -10,7 +10,7 @@ wrong. It happens by default in both big frameworks:
   name nodes (the fix: ``use_ref_doc_id=False``) — or the reverse.
 
 A single sample whose retrieved ids miss every label may be a genuine retrieval miss, so this is
-judged at two levels:
+judged at two levels, and every mismatched sample is said out loud at both, whatever the run size:
 
 * **per sample** (`match_ids`, used by `ragbridge.core.retrieval.score_samples`): the ranking
   scores carry ``details["ids_matched"]`` (distinct retrieved ids that are relevance keys, at
@@ -18,11 +18,15 @@ judged at two levels:
   context's *metadata* holds a labelled id while no id does, the evidence is conclusive (the
   ids name chunks, the labels documents): the sample fails with ``invalid_input`` and the fix,
   rather than scoring 0.0.
-* **per run** (`IdCheck`, `id_warnings`, `note_id_warnings`): when none or almost none of the
-  labelled samples share an id with their labels, ONE line goes to
-  ``Evaluation.metadata["warnings"]`` naming the count, an example retrieved id and label, the
-  likely cause read from their shape, and the fix. The CLI prints it, the HTML report shows it,
-  and the framework sinks (LangSmith, LlamaIndex, DeepEval) append it to what they show.
+* **per run** (`IdCheck`, `id_warnings`, `note_id_warnings`): when any labelled sample shares no
+  id with its labels, ONE line goes to ``Evaluation.metadata["warnings"]``. When none or almost
+  none match (`IdCheck.warning`: every labelled sample, or `MISMATCH_SHARE` of `MIN_SAMPLES`
+  or more) it names the count, an example retrieved id and label, the likely cause read from
+  their shape, and the fix; when only a few miss (`IdCheck.misses`), it names those samples and
+  says they are retrieval misses or ids naming other things. A 2-sample run whose ids never match
+  scores 0.0 as surely as a 200-sample one, so the run size never silences the line. The CLI
+  prints it, the HTML report shows it, and the framework sinks (LangSmith, LlamaIndex, DeepEval)
+  append it to what they show.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from .sample import Context
 __all__ = [
     "MIN_SAMPLES",
     "MISMATCH_SHARE",
+    "SHOWN_SAMPLES",
     "IdCheck",
     "IdMatch",
     "id_fix",
@@ -48,9 +53,12 @@ __all__ = [
 ]
 
 MIN_SAMPLES = 3
-"""Labelled samples needed before "almost none match" can raise the run-level warning."""
+"""Labelled samples needed before "almost none match" reads as a likely id mistake."""
 MISMATCH_SHARE = 0.8
-"""Share of labelled samples with no matching id at which a run of `MIN_SAMPLES`+ warns."""
+"""Share of labelled samples with no matching id at which a run of `MIN_SAMPLES`+ reads as a
+likely id mistake (below it, the mismatched samples are named as possible retrieval misses)."""
+SHOWN_SAMPLES = 5
+"""Mismatched sample ids the run-level line names before "… and N more"."""
 
 _UUID = re.compile(r"^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$", re.I)
 _LLAMAINDEX_KEYS = ("node_id", "ref_doc_id")
@@ -194,6 +202,7 @@ class IdCheck:
         self._seen: set[str] = set()
         self._first_bad: IdMatch | None = None
         self._bad = 0
+        self._bad_ids: list[str] = []  # the first SHOWN_SAMPLES, for the line
         self._bad_keys: dict[str, int] = {}
         self._bad_llamaindex = 0
         self._bad_ids_all_random = True
@@ -210,6 +219,8 @@ class IdCheck:
             if not match.mismatched:
                 return
             self._bad += 1
+            if len(self._bad_ids) < SHOWN_SAMPLES:
+                self._bad_ids.append(str(sample_id))
             if self._first_bad is None:
                 self._first_bad = match
             if match.metadata_key is not None:
@@ -239,42 +250,97 @@ class IdCheck:
         return self._bad
 
     def warning(self) -> str | None:
-        """The one-line run-level warning, or None when the ids look fine.
+        """The run-level warning of a likely id mistake, or None.
 
-        It fires when at least `MIN_SAMPLES` labelled samples were seen and `MISMATCH_SHARE` or
-        more of them matched no label, or — in a smaller run — when every one of them missed and
-        the shape of the ids names a cause (metadata holding the labels, UUID ids vs non-UUID
-        labels).
+        A likely mistake is every labelled sample missing (whatever the run size: a 2-sample
+        run whose ids never match scores 0.0 as surely as a 200-sample one), or `MISMATCH_SHARE`
+        or more of at least `MIN_SAMPLES`. The line names the count, an example, the cause read
+        from the shape of the ids (metadata holding the labels, UUID ids vs non-UUID labels)
+        and the fix; the framework sinks show it with their own hint.
         """
-        with self._lock:
-            n, bad, first = len(self._seen), self._bad, self._first_bad
-            keys = dict(self._bad_keys)
-            llamaindex = self._bad_llamaindex * 2 > bad
-            random_ids = self._bad_ids_all_random and not self._bad_labels_any_random
-        if not bad or first is None:
+        found = self._state()
+        if found is None or not _likely_mistake(found.labelled, found.bad):
             return None
-        key = max(sorted(keys), key=keys.__getitem__) if keys else None
-        many = n >= MIN_SAMPLES and bad >= MISMATCH_SHARE * n
-        small = bad == n and (key is not None or random_ids)
-        if not (many or small):
-            return None
-        head = (
-            f"ranking measures: {bad} of {n} labelled samples retrieved no labelled context "
-            f"id (e.g. retrieved {first.retrieved_example!r} vs labelled {first.label_example!r})"
-        )
-        if key is not None:
-            fix = id_fix(key, llamaindex=llamaindex)
-            cause = f"the contexts' metadata[{key!r}] holds the labelled ids; {fix}"
-        elif random_ids and not llamaindex:
+        head = f"ranking measures: {found.count} retrieved no labelled context id ({found.example})"
+        if found.key is not None:
+            fix = id_fix(found.key, llamaindex=found.llamaindex)
+            cause = f"the contexts' metadata[{found.key!r}] holds the labelled ids; {fix}"
+        elif found.random_ids and not found.llamaindex:
             cause = (
                 "the retrieved ids are random UUIDs, which is LangChain's Document.id (a fresh "
                 "UUID per chunk): pass id_key='source' (or the metadata key naming the labelled "
                 "document) to run_pipeline / retrieve_only / capture_retrievals"
             )
         else:
-            fix = id_fix(None, llamaindex=llamaindex)
+            fix = id_fix(None, llamaindex=found.llamaindex)
             cause = f"the ids and the labels seem to name different things; {fix}"
         return f"{head} — {cause}"
+
+    def misses(self) -> str | None:
+        """The line for a few mismatched samples among matching ones (not a likely mistake),
+        naming them (up to `SHOWN_SAMPLES`): retrieval misses, or ids naming other things.
+        None when every labelled sample matched, or when `warning` speaks instead."""
+        found = self._state()
+        if found is None or _likely_mistake(found.labelled, found.bad):
+            return None
+        hidden = found.bad - len(found.shown)
+        more = f", … and {hidden} more" if hidden > 0 else ""
+        head = (
+            f"ranking measures: {found.count} retrieved no labelled context id "
+            f"({', '.join(found.shown)}{more}; {found.example})"
+        )
+        if found.key is None:
+            return f"{head} — retrieval misses, or ids that name other things than the labels"
+        fix = id_fix(found.key, llamaindex=found.llamaindex)
+        return f"{head} — the contexts' metadata[{found.key!r}] holds the labelled ids; {fix}"
+
+    def lines(self) -> list[str]:
+        """What the run says about its ids: the `warning`, else the `misses` line; [] when every
+        labelled sample matched. One line at most, whatever the run size."""
+        found = self.warning() or self.misses()
+        return [] if found is None else [found]
+
+    def _state(self) -> _Mismatches | None:
+        with self._lock:
+            n, bad, first = len(self._seen), self._bad, self._first_bad
+            keys = dict(self._bad_keys)
+            llamaindex = self._bad_llamaindex * 2 > bad
+            random_ids = self._bad_ids_all_random and not self._bad_labels_any_random
+            shown = list(self._bad_ids)
+        if not bad or first is None:
+            return None
+        return _Mismatches(
+            labelled=n,
+            bad=bad,
+            count=f"{bad} of {n} labelled sample{'' if n == 1 else 's'}",
+            example=(
+                f"e.g. retrieved {first.retrieved_example!r} vs labelled {first.label_example!r}"
+            ),
+            key=max(sorted(keys), key=keys.__getitem__) if keys else None,
+            llamaindex=llamaindex,
+            random_ids=random_ids,
+            shown=shown,
+        )
+
+
+@dataclass(frozen=True)
+class _Mismatches:
+    """A snapshot of an `IdCheck` with at least one mismatched sample, as its lines need it."""
+
+    labelled: int
+    bad: int
+    count: str
+    example: str
+    key: str | None
+    llamaindex: bool
+    random_ids: bool
+    shown: list[str]
+
+
+def _likely_mistake(labelled: int, bad: int) -> bool:
+    return bad > 0 and (
+        bad == labelled or (labelled >= MIN_SAMPLES and bad >= MISMATCH_SHARE * labelled)
+    )
 
 
 def _from_details(score: Score) -> IdMatch | None:
@@ -307,8 +373,7 @@ def id_warnings(evaluation: Evaluation) -> list[str]:
     check = IdCheck()
     for sample_id, _, score in evaluation:
         check.add_score(sample_id, score)
-    found = check.warning()
-    return [] if found is None else [found]
+    return check.lines()
 
 
 def note_id_warnings(evaluation: Evaluation, check: IdCheck | None = None) -> Evaluation:
@@ -317,11 +382,7 @@ def note_id_warnings(evaluation: Evaluation, check: IdCheck | None = None) -> Ev
     ``check`` is the tally of a run that fed it as it went (its cells may not be kept);
     without it the warning is read from ``evaluation``'s cells.
     """
-    if check is None:
-        lines = id_warnings(evaluation)
-    else:
-        found = check.warning()
-        lines = [] if found is None else [found]
+    lines = id_warnings(evaluation) if check is None else check.lines()
     if lines:
         existing = evaluation.metadata.setdefault("warnings", [])
         for line in lines:

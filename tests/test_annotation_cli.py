@@ -55,7 +55,7 @@ def test_export_writes_tasks_and_form(
     captured = capsys.readouterr()
     assert f"wrote 8 tasks to {tasks} (seed 3)" in captured.out
     assert "judge scores hidden" in captured.out
-    assert "left out 1 samples without an answer" in captured.err
+    assert "left out 1 sample without an answer" in captured.err
     first = load_tasks(tasks)
     assert len(first) == 8
     assert all(t.stratum is None for t in first)

@@ -102,7 +102,7 @@ def test_trends_from_a_history_store(tmp_path: Path, capsys: pytest.CaptureFixtu
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--name", "x"], "--name: 1 name(s) for 2 results file(s)"),
+        (["--name", "x"], "--name: 1 name for 2 results files"),
         (["--name", "x", "x"], "--name: 'x' is given twice"),
         (["--samples", "S", "S", "S"], "--samples: 3 files for 2 results files"),
         (["--history", "missing.sqlite"], "--history missing.sqlite: no such file"),

@@ -162,7 +162,7 @@ def test_a_file_too_small_to_split_is_refused(
     save_samples(_samples(1, 0), tmp_path / "one.jsonl")
     code, _, err = run_cli(capsys, "split", str(tmp_path / "one.jsonl"))
     assert code == 2
-    assert "1 samples are too few to split" in err
+    assert "1 sample is too few to split" in err
 
 
 def test_the_cli_default_threshold_is_the_cores() -> None:

@@ -695,6 +695,6 @@ def test_ranking_metric_reason_carries_the_run_level_id_warning() -> None:
         errors.append(metric.error)
     assert all("id_key='source'" in e for e in errors)
     # the cause is certain (metadata holds the labels), so the run-level line comes at once
-    assert "warning: ranking measures: 1 of 1 labelled samples" in errors[0]
+    assert "warning: ranking measures: 1 of 1 labelled sample retrieved" in errors[0]
     assert "warning: ranking measures: 3 of 3 labelled samples" in errors[-1]
     assert metric.scorer.warnings == [errors[-1].split("warning: ", 1)[1]]

@@ -35,26 +35,34 @@ def test_match_ids_counts_labelled_ids_at_any_grade() -> None:
 
 
 @pytest.mark.parametrize(
-    ("misses", "hits", "warns"),
+    ("misses", "hits", "kind"),
     [
-        (3, 0, True),  # none of 3
-        (4, 1, True),  # 80 % of 5
-        (3, 1, False),  # 75 % of 4
-        (2, 0, False),  # too few to tell, and no cause in sight
-        (0, 5, False),
+        (3, 0, "mistake"),  # none of 3
+        (4, 1, "mistake"),  # 80 % of 5
+        (3, 1, "misses"),  # 75 % of 4: the samples named, as retrieval misses or id trouble
+        (2, 0, "mistake"),  # every one of 2: the run size never silences it
+        (1, 0, "mistake"),
+        (0, 5, None),
     ],
 )
-def test_run_level_threshold(misses: int, hits: int, warns: bool) -> None:
+def test_run_level_threshold(misses: int, hits: int, kind: str | None) -> None:
     samples = [_sample(f"m{i}", [f"chunk-{i}"], {f"doc-{i}": 1}) for i in range(misses)]
     samples += [_sample(f"h{i}", [f"doc-{i}"], {f"doc-{i}": 1}) for i in range(hits)]
     evaluation = score_samples(samples, ["recall@5", "mrr"])
     lines = evaluation.metadata.get("warnings", [])
-    assert len(lines) == (1 if warns else 0)
-    if warns:
-        total = misses + hits
-        assert lines[0].startswith(
+    assert len(lines) == (0 if kind is None else 1)
+    total = misses + hits
+    if kind == "misses":
+        assert lines[0] == (
             f"ranking measures: {misses} of {total} labelled samples retrieved no labelled "
-            "context id (e.g. retrieved 'chunk-0' vs labelled 'doc-0')"
+            "context id (m0, m1, m2; e.g. retrieved 'chunk-0' vs labelled 'doc-0') — retrieval "
+            "misses, or ids that name other things than the labels"
+        )
+    if kind == "mistake":
+        samples_word = "sample" if total == 1 else "samples"
+        assert lines[0].startswith(
+            f"ranking measures: {misses} of {total} labelled {samples_word} retrieved no "
+            "labelled context id (e.g. retrieved 'chunk-0' vs labelled 'doc-0')"
         )
         assert "id_key=" in lines[0]
         assert "use_ref_doc_id=" in lines[0]
@@ -110,9 +118,13 @@ def test_the_tally_counts_each_sample_once_and_ignores_other_scores() -> None:
         check.add_scores(sid, [miss, miss, Score(value=1.0)])
     check.add_score("d", Score(value=1.0, details={"ids_matched": 1, "ids_retrieved": 1}))
     assert (check.labelled, check.mismatched) == (4, 3)
-    assert check.warning() is None  # 75 %
+    assert check.warning() is None  # 75 %: no likely id mistake, so no id advice ...
+    assert "(a, b, c; e.g." in (check.misses() or "")  # ... but the three are named
+    assert check.lines() == [check.misses()]
     check.add_score("e", miss)
     assert check.warning() is not None  # 80 %
+    assert check.misses() is None
+    assert check.lines() == [check.warning()]
 
 
 # --------------------------------------------------------------------------- real LangChain

@@ -39,6 +39,7 @@ from ragbridge.adapters.cli.options import (
     split_names,
 )
 from ragbridge.adapters.cli.paths import check_cache, check_distinct, check_input, check_output
+from ragbridge.adapters.cli.plural import plural
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds this parser without them
     from ragbridge.core.agreement import AgreementTable, MetricAgreement
@@ -239,7 +240,7 @@ def _run_dataset(args: argparse.Namespace) -> int:
     _refuse_unlabelled(metrics, labelled)
     embedder = embedder_for(args.embedder, args.base_url, metrics)
     nli = build_nli(args.nli)
-    console.note(f"{labelled.name}: {len(labelled.samples)} samples from {labelled.path}")
+    console.note(f"{labelled.name}: {plural(len(labelled.samples), 'sample')} from {labelled.path}")
     evaluation = _score_rounds(args, labelled.samples, rounds, judge, embedder, nli)
     if args.out:
         evaluation.to_jsonl(args.out)
@@ -413,8 +414,8 @@ def table_lines(table: AgreementTable) -> list[str]:
     """The agreement table as aligned text lines, then what the reader must know about it."""
     t0 = f"{table.default_threshold:g}"
     head = (
-        f"{table.labelled_samples} labelled samples, {table.labels} labels, "
-        f"{table.annotators} annotator{'' if table.annotators == 1 else 's'}"
+        f"{plural(table.labelled_samples, 'labelled sample')}, {plural(table.labels, 'label')}, "
+        f"{plural(table.annotators, 'annotator')}"
     )
     rows = [
         (
@@ -462,8 +463,9 @@ def table_lines(table: AgreementTable) -> list[str]:
             lines.append(f"  {row.label}: {note}")
     for person in table.people:
         lines.append(
-            f"  between people ({person.question}, {person.samples} samples, "
-            f"{person.annotators} annotators): Krippendorff's alpha {_fmt_stat(person.alpha)}, "
+            f"  between people ({person.question}, {plural(person.samples, 'sample')}, "
+            f"{plural(person.annotators, 'annotator')}): "
+            f"Krippendorff's alpha {_fmt_stat(person.alpha)}, "
             f"mean pairwise kappa {_fmt_stat(person.kappa)} (quadratic, on the 1-5/yes-partly-no "
             "scale)"
         )

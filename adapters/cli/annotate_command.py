@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ragbridge.adapters.cli import console
 from ragbridge.adapters.cli.errors import EXIT_OK, UserError
 from ragbridge.adapters.cli.paths import check_distinct, check_input, check_output
+from ragbridge.adapters.cli.plural import noun, plural
 
 if TYPE_CHECKING:
     from ragbridge.core.annotation import QuestionAgreement
@@ -126,9 +127,10 @@ def run_export(args: argparse.Namespace) -> int:
     if not selection.tasks:
         raise UserError(f"{args.data}: no sample has an answer to annotate")
     if selection.without_answer:
-        console.note(f"left out {len(selection.without_answer)} samples without an answer")
+        left_out = len(selection.without_answer)
+        console.note(f"left out {plural(left_out, 'sample')} without an answer")
     save_tasks(selection.tasks, out)
-    lines = [f"wrote {len(selection.tasks)} tasks to {args.out} (seed {args.seed})"]
+    lines = [f"wrote {plural(len(selection.tasks), 'task')} to {args.out} (seed {args.seed})"]
     if selection.stratify_by is not None:
         shares = ", ".join(
             f"{name} {selection.chosen.get(name, 0)}/{count}"
@@ -136,7 +138,10 @@ def run_export(args: argparse.Namespace) -> int:
         )
         lines.append(f"stratified by {selection.stratify_by}: {shares} (chosen/available)")
     if len(selection.tasks) < args.n:
-        console.note(f"only {len(selection.tasks)} samples have an answer: all are tasks")
+        n = len(selection.tasks)
+        console.note(
+            f"only {plural(n, 'sample')} {noun(n, 'has', 'have')} an answer: every one is a task"
+        )
     if form is not None:
         from ragbridge.adapters.annotation_form import write_form
 
@@ -179,12 +184,16 @@ def run_import(args: argparse.Namespace) -> int:
     labelled_ids = {label.sample_id for label in merged}
     unlabelled = sum(1 for task in tasks if task.sample_id not in labelled_ids)
     if unlabelled:
-        console.warn(f"{unlabelled} of {len(tasks)} tasks have no label")
+        console.warn(
+            f"{unlabelled} of {plural(len(tasks), 'task')} "
+            f"{noun(unlabelled, 'has', 'have')} no label"
+        )
     people = label_counts(merged)
     if len(people) < 2:
         console.warn("one annotator only: inter-annotator agreement needs two or more")
     lines = [
-        f"merged {len(merged)} labels from {len(sources)} files into {args.out}",
+        f"merged {plural(len(merged), 'label')} from {plural(len(sources), 'file')} "
+        f"into {args.out}",
         "annotators: " + ", ".join(f"{name} ({count})" for name, count in people.items()),
         "",
         _agreement_table(annotator_agreement(merged)),

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragbridge.adapters.cli import console
 from ragbridge.adapters.cli.errors import EXIT_OK, UserError
+from ragbridge.adapters.cli.plural import plural
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds this parser without them
     from ragbridge.core.cache import Cache, ReplyRow
@@ -124,8 +125,8 @@ def _stats(cache: Cache, path: Path) -> int:
     n_vectors = sum(g.count for g in groups.embeddings)
     n_results = cache.stats().results
     console.say(
-        f"{path}: {_size(_file_bytes(path))}, {n_replies} replies, {n_vectors} embeddings, "
-        f"{n_results} kept results",
+        f"{path}: {_size(_file_bytes(path))}, {plural(n_replies, 'reply', 'replies')}, "
+        f"{plural(n_vectors, 'embedding')}, {plural(n_results, 'kept result')}",
     )
     if groups.replies:
         rows: list[tuple[str, ...]] = [
@@ -148,6 +149,10 @@ def _stats(cache: Cache, path: Path) -> int:
     return EXIT_OK
 
 
+def _age(days: float) -> str:
+    return f"{days:g} {'day' if days == 1 else 'days'}"
+
+
 # -- prune ------------------------------------------------------------------------------------
 
 
@@ -162,7 +167,7 @@ def _prune(cache: Cache, path: Path, args: argparse.Namespace) -> int:
         if args.failed:
             failed, unchecked = failed_replies(rows)
             lines.append(
-                f"{verb} {len(failed)} failed of {len(rows)} replies"
+                f"{verb} {len(failed)} failed of {plural(len(rows), 'reply', 'replies')}"
                 + (
                     f" ({unchecked} checked for parsing only: stored before checks)"
                     if unchecked
@@ -175,12 +180,12 @@ def _prune(cache: Cache, path: Path, args: argparse.Namespace) -> int:
             rows = [r for r in rows if r.key not in gone]
         if args.old_prompts:
             old = old_prompt_replies(rows)
-            lines.append(f"{verb} {len(old)} replies to old prompt versions")
+            lines.append(f"{verb} {plural(len(old), 'reply', 'replies')} to old prompt versions")
             if not args.dry_run:
                 cache.delete_replies([r.key for r in old])
             codes = current_codes()
             stale = sum(n for code, n in cache.result_codes().items() if code not in codes)
-            lines.append(f"{verb} {stale} kept results of other code versions")
+            lines.append(f"{verb} {plural(stale, 'kept result')} of other code versions")
             if not args.dry_run:
                 cache.delete_results(keep_codes=codes)
     if args.older_than is not None:
@@ -189,12 +194,14 @@ def _prune(cache: Cache, path: Path, args: argparse.Namespace) -> int:
             replies = sum(
                 1 for r in cache.reply_rows() if r.created is not None and r.created < cutoff
             )
-            lines.append(f"{verb} {replies} replies older than {args.older_than:g} days")
+            lines.append(
+                f"{verb} {plural(replies, 'reply', 'replies')} older than {_age(args.older_than)}"
+            )
         else:
             replies, vectors = cache.delete_older_than(cutoff)
             lines.append(
-                f"{verb} {replies} replies and {vectors} embeddings older than "
-                f"{args.older_than:g} days"
+                f"{verb} {plural(replies, 'reply', 'replies')} and "
+                f"{plural(vectors, 'embedding')} older than {_age(args.older_than)}"
             )
     if not args.dry_run:
         cache.vacuum()

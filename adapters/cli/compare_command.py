@@ -30,6 +30,7 @@ from ragbridge.adapters.cli.options import (
 )
 from ragbridge.adapters.cli.outcome import report_outcome
 from ragbridge.adapters.cli.paths import check_input
+from ragbridge.adapters.cli.plural import noun, plural
 
 DEFAULT_FRAMEWORKS = "ragbridge,ragas,deepeval"
 
@@ -144,15 +145,18 @@ def run_compare(args: argparse.Namespace) -> int:
             written.append(args.report)
         except (OSError, ValueError) as exc:
             problems.append(f"--report {args.report}: not written: {exc}")
-    head = f"{comparison.n_samples} samples; frameworks: {', '.join(run.evaluations) or 'none'}"
+    head = (
+        f"{plural(comparison.n_samples, 'sample')}; "
+        f"frameworks: {', '.join(run.evaluations) or 'none'}"
+    )
     if comparison.judge_model:
         head += f"; judge {comparison.judge_model}"
     lines = [head]
     for label, usage in run.usage().items():
         if usage.calls or usage.cached_calls:
             lines.append(
-                f"  {label}: {usage.calls} judge calls ({usage.cached_calls} cached), "
-                f"{usage.prompt_tokens:,} prompt tokens"
+                f"  {label}: {plural(usage.calls, 'judge call')} ({usage.cached_calls} cached), "
+                f"{usage.prompt_tokens:,} prompt {noun(usage.prompt_tokens, 'token')}"
             )
     lines.append(comparison.table())
     console.say(*lines, *(f"wrote {p}" for p in written))

@@ -40,6 +40,7 @@ from ragbridge.adapters.cli import (
     repeat_command,
     split_command,
 )
+from ragbridge.adapters.cli.default_metrics import DefaultMetrics, FieldCounts, fit_default
 from ragbridge.adapters.cli.errors import (
     EXIT_ABORTED,
     EXIT_FAILED,
@@ -49,6 +50,7 @@ from ragbridge.adapters.cli.errors import (
 )
 from ragbridge.adapters.cli.options import (
     DEFAULT_METRICS,
+    SampleScan,
     add_scoring_options,
     build_judge,
     build_nli,
@@ -65,6 +67,7 @@ from ragbridge.adapters.cli.options import (
 )
 from ragbridge.adapters.cli.outcome import report_outcome
 from ragbridge.adapters.cli.paths import check_cache, check_distinct, check_input, check_output
+from ragbridge.adapters.cli.plural import noun, plural
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds these parsers without them
     from ragbridge.core.judge import Embedder, EntailmentModel, Judge
@@ -88,12 +91,13 @@ def register(sub: Any) -> None:
         help="score a JSONL eval set (offline providers unless --judge)",
         description="Score the samples of a ragbridge JSONL file. Without --judge, metrics use "
         "their offline (embedding/lexical) provider. Exit codes: 0 passed, 1 a metric failed "
-        "its bar (--max-failed-share), 2 bad arguments or input, 3 stopped early (judge or "
-        "embedder unusable), 130 interrupted.",
+        "its bar (--max-failed-share), 2 bad arguments or input, 3 judge or embedder unusable "
+        "(the run stopped early, or every call failed for that one reason), 130 interrupted.",
     )
     ev.add_argument("data", metavar="DATA.jsonl", help="ragbridge samples, one JSON per line")
     _outputs(ev)
     add_scoring_options(ev)
+    ev.set_defaults(metrics=DefaultMetrics(DEFAULT_METRICS))  # fitted to the file's fields
     split_command.add_heldout_options(ev)
     repeat_command.add_repeat_option(ev)
     cluster_command.add_cluster_options(ev)
@@ -114,6 +118,7 @@ def register(sub: Any) -> None:
     )
     _outputs(run)
     add_scoring_options(run)
+    run.set_defaults(metrics=DefaultMetrics(DEFAULT_METRICS))  # fitted to the questions' fields
     split_command.add_heldout_options(run)
     run.set_defaults(handler=run_pipeline)
 
@@ -175,6 +180,8 @@ class Plan:
     embedder: Embedder | None
     nli: EntailmentModel | None
     note: str | None
+    scan: SampleScan | None = None
+    """The validating pass over the input file, when `prepare` made it (``eval``)."""
 
 
 def check_paths(args: argparse.Namespace, inputs: list[Path]) -> None:
@@ -195,15 +202,43 @@ def check_paths(args: argparse.Namespace, inputs: list[Path]) -> None:
     check_distinct({**flags, "--cache": getattr(args, "cache", None), "--history": history})
 
 
-def prepare(args: argparse.Namespace, inputs: list[Path]) -> Plan:
-    """Check the outputs and build judge, metrics and embedder; nothing is sent yet."""
+def prepare(
+    args: argparse.Namespace,
+    inputs: list[Path],
+    *,
+    scan: Path | None = None,
+    fields: FieldCounts | None = None,
+) -> Plan:
+    """Check the outputs and build judge, metrics and embedder; nothing is sent yet.
+
+    ``scan`` is a samples file to validate here (after the judge, whose model the scan looks
+    for among the answers' generators), ``fields`` the field counts of samples already read:
+    either fits the default metric set to the data (`default_metrics`), before the embedder is
+    chosen for the metrics that are left.
+    """
     check_paths(args, inputs)
     judge = build_judge(args.judge, args.base_url)
+    scanned = scan_samples(str(scan), judge) if scan is not None else None
+    names = _metric_names(args, scanned.fields if scanned is not None else fields)
     metrics, note = choose_metrics(
-        split_names(args.metrics), have_judge=judge is not None, have_nli=args.nli is not None
+        names, have_judge=judge is not None, have_nli=args.nli is not None
     )
     embedder = embedder_for(args.embedder, args.base_url, metrics)
-    return Plan(metrics, judge, embedder, build_nli(args.nli), note)
+    return Plan(metrics, judge, embedder, build_nli(args.nli), note, scanned)
+
+
+def _metric_names(args: argparse.Namespace, fields: FieldCounts | None) -> list[str]:
+    """``--metrics`` as given; the default set fitted to ``fields``, said on one line."""
+    names = split_names(args.metrics)
+    if fields is None or not isinstance(args.metrics, DefaultMetrics):
+        return names
+    try:
+        choice = fit_default(names, fields)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    if choice.line:
+        console.note(choice.line)
+    return choice.names
 
 
 # --------------------------------------------------------------------------- 2. score
@@ -278,18 +313,21 @@ def finish(
             written = [p for p in written if p != args.out]
         failed_writes = [*write_problems, *failed_writes]
     tally = streamed if streamed is not None else Tally.of(evaluation)
-    head = f"{_count(n_samples, 'sample')}, {_count(len(tally.metrics), 'metric')}"
+    head = f"{plural(n_samples, 'sample')}, {plural(len(tally.metrics), 'metric')}"
     stats = evaluation.metadata.get("judge_stats")
     if stats:
         usage = tally.usage()
         # cached calls as the cells record them: replies from the cache and whole kept Scores
+        lost = (evaluation.metadata.get("cluster") or {}).get("lost")  # a lower bound then
         head += (
-            f"; judge {evaluation.metadata.get('judge_model')}: {stats['calls']} calls "
-            f"({usage.cached_calls} cached), {usage.prompt_tokens:,} prompt tokens"
+            f"; judge {evaluation.metadata.get('judge_model')}: {'at least ' if lost else ''}"
+            f"{plural(stats['calls'], 'call')} "
+            f"({usage.cached_calls} cached), {usage.prompt_tokens:,} prompt "
+            f"{noun(usage.prompt_tokens, 'token')}"
         )
     reused = evaluation.metadata.get("results_reused") or {}
     if reused.get("hits"):
-        head += f"; {reused['hits']} scores reused from the cache"
+        head += f"; {plural(reused['hits'], 'score')} reused from the cache"
     console.say(head, *summary_lines(tally), *(f"wrote {p}" for p in written))
     code = report_outcome(
         evaluation, max_failed_share=args.max_failed_share, source=command, tally=tally
@@ -446,10 +484,6 @@ def _report_history(
     return [*runs, current]
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
 def _save_samples(args: argparse.Namespace, samples: list[Sample]) -> None:
     from ragbridge.core.sample import save_samples
 
@@ -472,8 +506,9 @@ def run_eval(args: argparse.Namespace) -> int:
 
     data = check_input(args.data)
     cluster_command.check_cluster(args)
-    plan = prepare(args, [data])
-    scan = scan_samples(args.data, plan.judge)
+    plan = prepare(args, [data], scan=data)
+    scan = plan.scan
+    assert scan is not None  # prepare scanned ``data``
     warning = own_answers_warning(plan.judge.model, scan.own_answers) if plan.judge else None
     if warning:
         console.note(warning)
@@ -564,7 +599,10 @@ def _stream_into(
         except KeyboardInterrupt:
             if writer is not None and out_ok():
                 writer.close({"interrupted": True})
-                console.note(f"interrupted: wrote {writer.cells} finished results to {args.out}")
+                if getattr(args, "dask", None) is None:  # a cluster run's line says what it kept
+                    console.note(
+                        f"interrupted: wrote {writer.cells} finished results to {args.out}"
+                    )
             raise
         if writer is not None and out_ok():
             try:
@@ -588,7 +626,8 @@ def run_pipeline(args: argparse.Namespace) -> int:
 
     data = check_input(args.data)
     questions = read_samples(args.data)  # before the pipeline: its import may take minutes
-    plan = prepare(args, [data])
+    produced = FieldCounts.of(questions, produced=("answer", "contexts"))
+    plan = prepare(args, [data], fields=produced)
     heldout = split_command.check_heldout(args, data)  # --strict refuses before the pipeline runs
     pipeline = _made(args.pipeline, "PIPELINE")
     samples = _run_any(pipeline, questions, args.pipeline)
@@ -646,14 +685,19 @@ def run_estimate(args: argparse.Namespace) -> int:
     metrics, _ = choose_metrics(split_names(args.metrics), have_judge=True, have_nli=True)
     est = estimate(samples, metrics)
     lines = [
-        f"{est.samples} samples, metrics: {', '.join(m.name for m in metrics)}",
+        f"{plural(est.samples, 'sample')}, metrics: {', '.join(m.name for m in metrics)}",
         f"judge calls: {est.calls} ({est.calls_per_sample:.1f} per sample)",
         f"prompt tokens: ~{est.prompt_tokens:,}",
-        *(f"  {template}: {calls} calls" for template, calls in sorted(est.by_template.items())),
+        *(
+            f"  {template}: {plural(calls, 'call')}"
+            for template, calls in sorted(est.by_template.items())
+        ),
     ]
     if args.price_in is not None or args.price_out is not None:
         price = Price(args.price_in or 0.0, args.price_out or 0.0)
         cost = est.cost(price, args.completion_tokens)
-        lines.append(f"cost: ~${cost:.4f} (at {args.completion_tokens} completion tokens per call)")
+        lines.append(
+            f"cost: ~${cost:.4f} (at {plural(args.completion_tokens, 'completion token')} per call)"
+        )
     console.say(*lines)
     return EXIT_OK

@@ -22,6 +22,7 @@ from ragbridge.adapters.cli import console
 from ragbridge.adapters.cli.errors import EXIT_OK
 from ragbridge.adapters.cli.options import read_samples
 from ragbridge.adapters.cli.paths import check_input, check_output
+from ragbridge.adapters.cli.plural import plural
 
 FORMATS = ("ragas", "deepeval", "langsmith-examples")
 
@@ -66,5 +67,5 @@ def run_export(args: argparse.Namespace) -> int:
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")
         n = len(records)
         how = "LangSmith examples JSONL (inputs/outputs/metadata)"
-    console.say(f"wrote {n} samples to {args.out}: {how}")
+    console.say(f"wrote {plural(n, 'sample')} to {args.out}: {how}")
     return EXIT_OK

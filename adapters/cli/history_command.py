@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from ragbridge.adapters.cli import console
 from ragbridge.adapters.cli.errors import EXIT_OK, UserError
 from ragbridge.adapters.cli.paths import SQLITE_HEADER, check_output
+from ragbridge.adapters.cli.plural import plural
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds this parser without them
     from ragbridge.core.monitoring import MonitorStore, RunRecord
@@ -298,7 +299,7 @@ def _table(
     sources = list(dict.fromkeys(row.run.source or "—" for row in rows))
     many = len(sources) > 1
     where = source or (sources[0] if not many else f"{len(sources)} sources")
-    shown = f"the last {len(rows)} of {total} runs" if len(rows) < total else f"{total} runs"
+    shown = f"the last {len(rows)} of {total} runs" if len(rows) < total else plural(total, "run")
     lines = [f"{args.store}: {shown} of {where}, oldest first"]
     head = ["run", "time", "commit", "command", "outcome", "n"]
     if many:
@@ -343,7 +344,7 @@ def _change_line(
         f"{mark} run {ids.get(run.run_id, run.run_id)} (commit {_commit(run)}) {verb} "
         f"{point.metric} {point.mean_before:.3f} → {point.mean_after:.3f} "
         f"({point.diff:+.3f}, {'worse' if point.worse else 'better'}; {_p(point.p_value)}, "
-        f"{point.n_paired} samples in both) against run {ids.get(before, before)} "
+        f"{plural(point.n_paired, 'sample')} in both) against run {ids.get(before, before)} "
         f"(commit {then})"
     )
     if previous is not None:

@@ -29,10 +29,11 @@ import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ragbridge.adapters.cli.default_metrics import FieldCounts
 from ragbridge.adapters.cli.errors import UserError
 from ragbridge.adapters.cli.outcome import DEFAULT_MAX_FAILED_SHARE
 from ragbridge.adapters.cli.paths import check_input
@@ -465,6 +466,8 @@ class SampleScan:
     path: Path
     count: int
     own_answers: int
+    fields: FieldCounts = field(default_factory=FieldCounts)
+    """How many samples carry each field (what the default metric set is fitted to)."""
 
 
 def scan_samples(path: str, judge: Judge | None = None) -> SampleScan:
@@ -479,15 +482,17 @@ def scan_samples(path: str, judge: Judge | None = None) -> SampleScan:
     source = check_input(path)
     model = judge.model if judge is not None else ""
     count = own = 0
+    fields = FieldCounts()
     try:
         for sample in load_samples(source):
             count += 1
             own += bool(model) and _generator(sample) == model
+            fields.add(sample)
     except SampleValidationError as exc:
         raise UserError(str(exc)) from None
     if not count:
         raise UserError(f"{path}: holds no samples (only blank lines)")
-    return SampleScan(source, count, own)
+    return SampleScan(source, count, own, fields)
 
 
 def _generator(sample: Sample) -> str:

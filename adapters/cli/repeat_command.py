@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli.plural import plural
 
 if TYPE_CHECKING:
     from ragbridge.adapters.cli.eval_command import Plan
@@ -67,7 +68,7 @@ def run_repeated(
             "deterministic, so the repeats can only agree"
         )
     total = count * args.repeat
-    with progress(f"scoring {args.repeat} runs", total) as advance:
+    with progress(f"scoring {plural(args.repeat, 'run')}", total) as advance:
 
         def step(run: int, done: int, _: int | None) -> None:
             advance((run - 1) * count + done, total)
@@ -125,7 +126,7 @@ def repeat_lines(figures: Iterable[MetricRepeatability], runs: int) -> list[str]
     figures = list(figures)
     rows += [_row(f) for f in figures]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = [f"repeatability over {runs} runs (verdict: yes when score > 0.5)"]
+    lines = [f"repeatability over {plural(runs, 'run')} (verdict: yes when score > 0.5)"]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     for f in figures:
         if f.flipped:

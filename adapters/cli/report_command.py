@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ragbridge.adapters.cli import console
 from ragbridge.adapters.cli.errors import UserError
 from ragbridge.adapters.cli.paths import SQLITE_HEADER, check_distinct, check_input, check_output
+from ragbridge.adapters.cli.plural import plural
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds this parser without them
     from ragbridge.core.monitoring.records import RunRecord
@@ -90,7 +91,8 @@ def _names(args: argparse.Namespace) -> list[str]:
         return default_names(args.results)
     if len(args.name) != len(args.results):
         raise UserError(
-            f"--name: {len(args.name)} name(s) for {len(args.results)} results file(s); "
+            f"--name: {plural(len(args.name), 'name')} for "
+            f"{plural(len(args.results), 'results file')}; "
             "give one name per results file, in order"
         )
     seen: set[str] = set()
@@ -110,7 +112,8 @@ def _samples(args: argparse.Namespace, names: list[str]) -> dict[str, list[Sampl
         return None
     if len(args.samples) not in (1, len(names)):
         raise UserError(
-            f"--samples: {len(args.samples)} files for {len(names)} results files; give one "
+            f"--samples: {plural(len(args.samples), 'file')} for "
+            f"{plural(len(names), 'results file')}; give one "
             "samples file for every run, or one per results file in the same order"
         )
     files = args.samples if len(args.samples) == len(names) else args.samples * len(names)
@@ -145,8 +148,8 @@ def _check_ids(
         ids = {s.id for s in samples[name]}
         if ev.sample_ids and not ids & set(ev.sample_ids):
             console.warn(
-                f"{path}: none of its {len(ev.sample_ids)} sample ids is in the samples given "
-                f"for it ({len(ids)} samples); are the files paired right?"
+                f"{path}: none of its {plural(len(ev.sample_ids), 'sample id')} is in the samples "
+                f"given for it ({plural(len(ids), 'sample')}); are the files paired right?"
             )
 
 
@@ -194,6 +197,6 @@ def run_report(args: argparse.Namespace) -> int:
     write_text_atomic(args.out, html)
     n = len({sid for ev in evaluations.values() for sid in ev.sample_ids})
     runs = f"{len(names)} runs ({', '.join(names)})" if len(names) > 1 else "1 run"
-    trend = f"; trends over {len(history)} recorded runs" if history is not None else ""
-    console.say(f"report of {runs} over {n} samples{trend}", f"wrote {args.out}")
+    trend = f"; trends over {plural(len(history), 'recorded run')}" if history is not None else ""
+    console.say(f"report of {runs} over {plural(n, 'sample')}{trend}", f"wrote {args.out}")
     return 0

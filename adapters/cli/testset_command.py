@@ -42,6 +42,7 @@ from ragbridge.adapters.cli.options import (
     settings_from,
 )
 from ragbridge.adapters.cli.paths import check_cache, check_distinct, check_input, check_output
+from ragbridge.adapters.cli.plural import noun, plural
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` must not load the core
     from ragbridge.core.engine import Price
@@ -320,7 +321,8 @@ def _note_split(
         else "write them with --chunks-out and index them"
     )
     console.note(
-        f"{split} of {len(documents)} documents are longer than --chunk-chars "
+        f"{split} of {plural(len(documents), 'document')} {noun(split, 'is', 'are')} longer "
+        f"than --chunk-chars "
         f"{args.chunk_chars} and were split into chunks DOCID#1, DOCID#2, ...; relevance names "
         f"those chunk ids: {chunks_hint}, or pass --relevance document to label the documents"
     )
@@ -404,17 +406,18 @@ def _outcome(report: TestsetReport, args: argparse.Namespace) -> int:
         return EXIT_ABORTED
     if not report.total:
         reasons = (
-            f"{report.passages_dropped} quotes not found, {report.duplicates_dropped} "
-            f"near-duplicates, {report.no_answer_rejected} answerable no-answer candidates, "
-            f"{report.failed_calls} failed calls"
+            f"{plural(report.passages_dropped, 'quote')} not found, "
+            f"{plural(report.duplicates_dropped, 'near-duplicate')}, "
+            f"{plural(report.no_answer_rejected, 'answerable no-answer candidate')}, "
+            f"{plural(report.failed_calls, 'failed call')}"
         )
         console.error(f"no question survived the checks ({reasons}); nothing written")
         return EXIT_FAILED
     if report.shortfall:
         missing = ", ".join(f"{s} {n}" for s, n in report.shortfall.items())
         console.warn(
-            f"wrote {report.total} of {report.requested} questions (missing: {missing}) after "
-            f"{report.rounds} round{'' if report.rounds == 1 else 's'}; raise --max-rounds, "
+            f"wrote {report.total} of {plural(report.requested, 'question')} (missing: {missing}) "
+            f"after {plural(report.rounds, 'round')}; raise --max-rounds, "
             "or give more documents"
         )
     if report.no_answer_share + 1e-9 < args.no_answer_share:

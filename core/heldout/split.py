@@ -124,7 +124,8 @@ def split_samples(
     test = [s for s in items if s.id not in dev_ids]
     if not dev or not test:
         raise ValueError(
-            f"{len(items)} samples are too few to split with a dev share of {dev_share:g}: "
+            f"{len(items)} {'sample is' if len(items) == 1 else 'samples are'} too few to split "
+            f"with a dev share of {dev_share:g}: "
             f"{'dev' if not dev else 'test'} would be empty"
         )
     kept = sorted((sorted(g, key=ranks.__getitem__) for g in groups), key=lambda g: ranks[g[0]])
