@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -395,3 +396,25 @@ def test_a_shell_pipe_into_head(data: Path, tmp_path: Path) -> None:
     assert done.stdout == "4 samples, 2 metrics\n"
     assert done.stderr == ""
     assert (tmp_path / "r.jsonl").exists()
+
+
+def test_a_full_disk_after_paid_calls_is_exit_1_not_2(
+    data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """2 promises "nothing paid": a file that cannot be written after judge calls were sent
+    is exit 1, with the line naming it (before: exit 2)."""
+    report = tmp_path / "report.html"
+
+    def full_disk(path: object, text: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("ragbridge.core.files.write_text_atomic", full_disk)
+    argv = ["eval", str(data), "--metrics", "faithfulness", "--report", str(report)]
+    argv += ["--judge", "python:ragbridge.core.testing:CountingJudge", "--embedder", "hash"]
+    code = main(argv)
+    out, err = capsys.readouterr()
+    paid = re.search(r"judge \S+: (\d+) calls?", out)
+    assert paid is not None, out
+    assert int(paid.group(1)) > 0, out
+    assert "No space left on device" in err, err
+    assert code == 1, err

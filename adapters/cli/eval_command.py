@@ -335,13 +335,27 @@ def finish(
     for problem in failed_writes:
         console.error(problem)
     if failed_writes and code != EXIT_ABORTED:
-        code = EXIT_USAGE
+        code = _write_failure_code(evaluation)
     if getattr(args, "history", None) and (streamed is None or cells is not None):
         code = _record_history(
             args, evaluation, command=command, code=code, n_samples=n_samples,
             tally=streamed, cells=cells,
         )  # fmt: skip
     return code
+
+
+def _write_failure_code(evaluation: Evaluation) -> int:
+    """The exit code of a run whose results could not all be written (a full disk).
+
+    2 promises that nothing was paid: true only when no judge or embedding call was sent.
+    Once calls were paid the run failed (1), its error line says which file was not written,
+    and whatever could be written was.
+    """
+    paid = sum(
+        int((evaluation.metadata.get(key) or {}).get("calls") or 0)
+        for key in ("judge_stats", "embedding_stats")
+    )
+    return EXIT_FAILED if paid else EXIT_USAGE
 
 
 _OUTCOMES = {EXIT_OK: "passed", EXIT_FAILED: "failed", EXIT_USAGE: "error", EXIT_ABORTED: "aborted"}
@@ -415,7 +429,7 @@ def _record_history(
                 run = record_run(store, evaluation, **options)
     except (OSError, ValueError, sqlite3.Error) as exc:
         console.error(f"--history {args.history}: the run was not recorded: {exc}")
-        return code if code == EXIT_ABORTED else EXIT_USAGE
+        return code if code == EXIT_ABORTED else _write_failure_code(evaluation)
     console.say(f"recorded run {run.run_id} in {args.history}")
     return code
 
