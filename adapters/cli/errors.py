@@ -5,7 +5,8 @@ code   meaning
 =====  ===================================================================================
 0      the work ran and passed
 1      the work ran but failed its bar: a requested metric had every non-skipped cell fail,
-       or more than ``--max-failed-share`` of them; for ``gate``, a check missed
+       or more than ``--max-failed-share`` of them; for ``gate``, a check missed; or a
+       file asked for could not be written after calls were paid
 2      usage or input error, reported before any judge call was paid (one line)
 3      the judge or embedder is unusable: the same permanent error stopped the run early, or
        failed every call it sent however few (one line: cause and fix)
