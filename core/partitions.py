@@ -14,7 +14,11 @@ things must hold for its result to equal a local run's, and are kept here, free 
 * **A rerun skips finished work, and only finished work.** Each partition has a fingerprint: a
   hash of its bytes and of the run's scoring configuration (metrics, models, settings that
   change values). A part file is reused only when its fingerprint matches; change the judge or
-  one line of the partition, and that partition is scored again.
+  one line of the partition, and that partition is scored again; so is one that stopped early
+  (its judge was unusable: its cells are refusals, not scores). The header keeps that
+  configuration in readable form too (secrets masked, `readable_url`), so a rerun that does not
+  reuse kept partitions can say why (`not_reused_reason`): re-paying is right when the judge's
+  endpoint changed (the same model name elsewhere may answer otherwise), but it must be said.
 
 `combine_metadata` adds the partitions' counts (judge calls, cost, reused results) into the
 run's metadata, so the header of the joined results says what the whole run spent.
@@ -26,11 +30,13 @@ import glob
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .cache_backend import redact_url
 from .results import Evaluation
 from .sample import Sample, SampleValidationError, parse_sample_lines
 
@@ -41,11 +47,18 @@ __all__ = [
     "combine_metadata",
     "config_digest",
     "expand_shards",
+    "not_reused_reason",
     "plan_partitions",
+    "readable_url",
 ]
 
 PART_KEY = "partition"
-"""Metadata key of a part file's header: index, fingerprint, samples."""
+"""Metadata key of a part file's header: index, fingerprint, samples, cells, config."""
+
+_SECRET_PARAMS = re.compile(
+    r"([?&](?:api[-_]?key|key|token|access[-_]?token|secret|sig|signature|password)=)[^&#]*",
+    re.IGNORECASE,
+)
 
 _SUMMED = ("judge_stats", "embedding_stats", "results_reused")
 """Metadata counters a run's total is the sum of over its partitions."""
@@ -79,6 +92,63 @@ def config_digest(config: Mapping[str, Any]) -> str:
     """A short hash of what decides a partition's scores (part of every fingerprint)."""
     text = json.dumps(config, sort_keys=True, default=repr)
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def readable_url(url: str | None) -> str | None:
+    """``url`` as it may be printed and kept in a file: no password, no key or token.
+
+    `redact_url` masks a password (``//user:***@host``, ``password=***``); query parameters
+    that carry a key or a token (``?api-key=``, ``?key=``, ``?token=``, ``?sig=``) are masked
+    here too. A credential decides who pays, not what the model answers.
+    """
+    if url is None:
+        return None
+    return _SECRET_PARAMS.sub(r"\1***", redact_url(url))
+
+
+def not_reused_reason(kept: Mapping[str, Any] | None, now: Mapping[str, Any]) -> str:
+    """Why a kept partition's fingerprint differs from this run's, in a few words.
+
+    ``kept`` is the partition's header (`PartStore.header`), ``now`` the readable configuration
+    of this run. Settings that differ are named with both values (``base_url changed (A ->
+    B)``); when none does, the partition's samples changed (an edited line, another partition
+    size). A part kept by a version that did not record its configuration says so.
+    """
+    if kept is not None and kept.get("aborted"):
+        return "stopped early (the judge or the embedder was unusable)"
+    before = kept.get("config") if kept is not None else None
+    if not isinstance(before, Mapping):
+        return "kept without a readable configuration (an older ragbridge): cannot say what changed"
+    changes = [
+        _change(key, _jsonable(before.get(key)), _jsonable(now.get(key)))
+        for key in sorted(set(before) | set(now))
+        if _jsonable(before.get(key)) != _jsonable(now.get(key))
+    ]
+    if changes:
+        return "; ".join(changes)
+    return "their samples changed (an edited line, or another partition size)"
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` as it reads back from a header (tuples become lists)."""
+    return json.loads(json.dumps(value, default=repr))
+
+
+def _change(key: str, before: Any, now: Any) -> str:
+    """``key changed (A -> B)``; for two lists, what left and what came (``-mrr, +ndcg@10``)."""
+    if isinstance(before, list) and isinstance(now, list):
+        gone = [f"-{_shown(v)}" for v in before if v not in now]
+        came = [f"+{_shown(v)}" for v in now if v not in before]
+        return f"{key} changed ({', '.join(gone + came) or 'order'})"
+    return f"{key} changed ({_shown(before)} -> {_shown(now)})"
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, list):  # a metric: name, class, provider
+        return "/".join(str(v) for v in value if v is not None)
+    return str(value)
 
 
 def expand_shards(shards: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> list[str]:
@@ -174,18 +244,20 @@ class PartStore:
     def path(self, index: int) -> Path:
         return self.folder / f"part-{index:06d}.jsonl"
 
-    def fingerprint(self, index: int) -> str | None:
-        """The fingerprint partition ``index`` was kept under, or None (none kept, unreadable).
-
-        Only the header line is read.
-        """
+    def header(self, index: int) -> dict[str, Any] | None:
+        """Partition ``index``'s part header (fingerprint, samples, cells, config), or None
+        (none kept, unreadable). Only the first line of the file is read."""
         try:
             with self.path(index).open(encoding="utf-8") as handle:
                 header = json.loads(handle.readline())
         except (OSError, ValueError):
             return None
         part = header.get("metadata", {}).get(PART_KEY) if isinstance(header, dict) else None
-        found = part.get("fingerprint") if isinstance(part, dict) else None
+        return part if isinstance(part, dict) else None
+
+    def fingerprint(self, index: int) -> str | None:
+        """The fingerprint partition ``index`` was kept under, or None (none kept, unreadable)."""
+        found = (self.header(index) or {}).get("fingerprint")
         return found if isinstance(found, str) else None
 
     def finished(self, index: int, fingerprint: str) -> bool:
@@ -193,13 +265,30 @@ class PartStore:
         a file from another input or config is "not finished" and will be replaced."""
         return self.fingerprint(index) == fingerprint
 
-    def write(self, index: int, fingerprint: str, samples: int, evaluation: Evaluation) -> None:
-        """Keep one scored partition, atomically (a killed writer leaves the old state)."""
-        evaluation.metadata[PART_KEY] = {
+    def write(
+        self,
+        index: int,
+        fingerprint: str,
+        samples: int,
+        evaluation: Evaluation,
+        config: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Keep one scored partition, atomically (a killed writer leaves the old state).
+
+        ``config`` is the run's configuration in readable form, secrets masked: what a later
+        run names when it cannot reuse this part (`not_reused_reason`).
+        """
+        header: dict[str, Any] = {
             "index": index,
             "fingerprint": fingerprint,
             "samples": samples,
+            "cells": len(evaluation),
         }
+        if evaluation.metadata.get("aborted"):
+            header["aborted"] = True  # its cells are refusals: a rerun scores it again
+        if config is not None:
+            header["config"] = dict(config)
+        evaluation.metadata[PART_KEY] = header
         evaluation.to_jsonl(self.path(index))
 
     def read(self, index: int) -> Evaluation:

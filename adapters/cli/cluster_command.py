@@ -6,6 +6,11 @@ judge, embedder and NLI model are passed to the workers as their flag values and
 Finished partitions are kept in ``--parts`` (default ``OUT.parts`` beside ``--out``, removed once
 the run has completed; without ``--out``, a temporary folder): a run interrupted or stopped
 early is resumed by running the same command again, and only unfinished partitions are scored.
+
+What it prints on stderr is its own: Ctrl-C gives one line saying how many partitions (samples,
+results) are kept and where; kept partitions that a rerun cannot reuse are named with what
+changed, before they are paid for again; a worker lost mid-run is one line, and the summary's
+judge calls then read "at least N". Dask's own log lines appear with ``--verbose``.
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ from typing import TYPE_CHECKING, Any
 from ragbridge.adapters.cli import console
 from ragbridge.adapters.cli.errors import UserError
 from ragbridge.adapters.cli.options import _positive_int, progress
+from ragbridge.adapters.cli.plural import noun, plural
 
 if TYPE_CHECKING:
+    from ragbridge.adapters.dask import ClusterInterrupted
     from ragbridge.core.metrics.base import Metric
     from ragbridge.core.results import Evaluation
     from ragbridge.core.runner import OnResult
@@ -55,6 +62,10 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
         help="keep finished partitions here so a rerun skips them "
         "(default: OUT.parts beside --out, removed once the run completes)",
     )
+    group.add_argument(
+        "-v", "--verbose", action="store_true",
+        help="show Dask's own log lines (scheduler, nanny, workers) on stderr",
+    )  # fmt: skip
 
 
 def check_cluster(args: argparse.Namespace) -> None:
@@ -89,12 +100,12 @@ def score_on_cluster(
     on_result: OnResult | None,
 ) -> Evaluation:
     """Score ``data`` on the cluster ``--dask`` names; cells go to ``on_result`` in order."""
-    from ragbridge.adapters.dask import evaluate
+    from ragbridge.adapters.dask import ClusterInterrupted, evaluate
 
     folder, ours = _parts_folder(args)
     client: Any = None if args.dask == LOCAL else args.dask
-    where = f"a local cluster of {args.workers} workers" if client is None else args.dask
-    console.note(f"scoring on {where}, {args.partition_size} samples per partition")
+    where = f"a local cluster of {plural(args.workers, 'worker')}" if client is None else args.dask
+    console.note(f"scoring on {where}, {plural(args.partition_size, 'sample')} per partition")
     try:
         with progress("scoring", total) as advance:
             evaluation = evaluate(
@@ -115,20 +126,57 @@ def score_on_cluster(
                 max_concurrency=args.concurrency,
                 timeout=args.timeout,
                 max_retries=args.max_retries,
+                on_note=console.note,
+                verbose=args.verbose,
             )
-    except KeyboardInterrupt:
-        if folder is not None:
-            console.note(f"interrupted: finished partitions are kept in {folder}; run the same "
-                         "command again to score only the rest")  # fmt: skip
+    except ClusterInterrupted as stop:
+        console.note(interrupted_line(stop))
         raise
     except OSError as exc:
         raise UserError(f"--dask {args.dask}: {exc}") from None
     cluster = evaluation.metadata.get("cluster", {})
-    if cluster.get("partitions_reused"):
+    reused = int(cluster.get("partitions_reused") or 0)
+    if reused:
         console.note(
-            f"{cluster['partitions_reused']} of {cluster['partitions']} partitions were "
+            f"{reused} of {plural(cluster['partitions'], 'partition')} "
+            f"{noun(reused, 'was', 'were')} "
             f"finished by an earlier run (kept in {folder}); not scored again"
         )
+    lost = cluster.get("lost")
+    if lost:
+        console.note(lost_line(lost))
     if ours and folder is not None and not evaluation.metadata.get("aborted"):
         shutil.rmtree(folder, ignore_errors=True)
     return evaluation
+
+
+def interrupted_line(stop: ClusterInterrupted) -> str:
+    """The one line Ctrl-C leaves: what was finished, where it is kept, how to go on."""
+    done = (
+        f"{stop.finished} of {plural(stop.partitions, 'partition')} finished "
+        f"({plural(stop.samples, 'sample')}, {plural(stop.cells, 'result')})"
+    )
+    if not stop.partitions:
+        return "interrupted before any partition was scored"
+    if stop.folder is None:
+        return (
+            f"interrupted: {done}, not kept: give --out or --parts DIR to keep finished "
+            "partitions for a rerun"
+        )
+    if not stop.finished:
+        return f"interrupted: none of {plural(stop.partitions, 'partition')} had finished"
+    return (
+        f"interrupted: {done}, kept in {stop.folder}; run the same command again to score "
+        "only the rest"
+    )
+
+
+def lost_line(lost: dict[str, Any]) -> str:
+    """Why the summary's judge calls read "at least": partition attempts that never returned."""
+    attempts = int(lost["attempts"])
+    return (
+        f"{plural(attempts, 'partition attempt')} did not return (a worker lost mid-run, or a "
+        f"partition cancelled); the judge calls include the {lost['judge_calls']} "
+        f"{noun(attempts, 'it', 'they')} made, a lower bound: a call on the wire when its worker "
+        "died is not seen"
+    )

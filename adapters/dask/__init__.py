@@ -5,7 +5,8 @@
 or a ``dask.bag`` are cut into partitions, each partition runs the normal async engine on a
 worker, one in-flight cap holds across the whole cluster, and every finished partition is kept,
 so a rerun skips it and a killed worker loses and duplicates nothing. The result is the local
-run's, value for value and failure for failure.
+run's, value for value and failure for failure; the judge calls a killed worker had made are
+counted too. Ctrl-C raises `ClusterInterrupted`, which says what is kept for a rerun.
 
 On one machine and a judge-bound run, the plain asyncio engine stays the faster path (no
 processes to start, nothing to ship); a cluster pays off when the offline providers are
@@ -24,7 +25,13 @@ except ImportError as exc:  # pragma: no cover - exercised by the fences test in
     ) from exc
 
 from .cap import ClusterSlots
-from .run import DEFAULT_PARTITION_SIZE, evaluate
+from .run import DEFAULT_PARTITION_SIZE, ClusterInterrupted, evaluate
 from .worker import ModelSource
 
-__all__ = ["DEFAULT_PARTITION_SIZE", "ClusterSlots", "ModelSource", "evaluate"]
+__all__ = [
+    "DEFAULT_PARTITION_SIZE",
+    "ClusterInterrupted",
+    "ClusterSlots",
+    "ModelSource",
+    "evaluate",
+]

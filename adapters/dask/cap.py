@@ -10,11 +10,15 @@ not finished after 150 s, against a floor of 12.5 s; with the gate, 2,000 such c
 their floor of 6.25 s). The leases are the cap; the scheduler holds them, so
 workers that join, leave or restart mid-run cannot raise it. A worker that dies holding leases
 gets them back after ``distributed.scheduler.locks.lease-timeout`` (30 s by default).
+
+``on_call`` is called after every call, failed or not: the worker reports its counts to the
+client from there (`ragbridge.adapters.dask.ledger`), so a partition lost with its worker still
+has its calls counted.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -26,9 +30,10 @@ __all__ = ["ClusterSlots"]
 class ClusterSlots(Slots):
     """``limit`` calls in flight across every worker of the run named ``name``."""
 
-    def __init__(self, limit: int, name: str) -> None:
+    def __init__(self, limit: int, name: str, on_call: Callable[[], None] | None = None) -> None:
         super().__init__(limit)
         self.name = name
+        self.on_call = on_call
         self._lease: Any = None
 
     def __repr__(self) -> str:
@@ -54,6 +59,8 @@ class ClusterSlots(Slots):
                 yield
             finally:
                 self.in_flight -= 1
+                if self.on_call is not None:  # a failed call was sent, and is paid, too
+                    self.on_call()
                 await lease.release()
 
     def close(self) -> None:

@@ -10,8 +10,14 @@ is the cluster's (`.cap`). What makes the result the local run's, cell for cell:
   `Evaluation` in input order whatever order partitions finish in, and a partition that a
   killed worker's retry finishes twice is still written once;
 * a partition whose part file has the same fingerprint is not submitted at all (a rerun after a
-  crash or Ctrl-C pays only for what was not finished);
-* the judge-call counts, cost and the id check are computed over the whole run.
+  crash or Ctrl-C pays only for what was not finished); one whose part file has another
+  fingerprint is scored again, and ``on_note`` is told which setting changed (`not_reused_reason`);
+* the judge-call counts, cost and the id check are computed over the whole run, and the calls of
+  attempts that never returned (a killed worker's partition, a cancelled one) are added
+  (`.ledger`), as a lower bound.
+
+Ctrl-C raises `ClusterInterrupted` (a ``KeyboardInterrupt``) saying how many partitions are kept
+and where. Dask's own log lines are kept off stderr unless ``verbose`` (`.quiet`).
 
 At most ``2 × worker threads + 2`` JSONL partitions are in flight, so the client holds a few
 partitions' bytes, never the eval set. When a partition reports the judge or embedder unusable
@@ -21,12 +27,15 @@ partitions' bytes, never the eval set. When a partition reports the judge or emb
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
@@ -42,24 +51,51 @@ from ragbridge.core.partitions import (
     combine_metadata,
     config_digest,
     expand_shards,
+    not_reused_reason,
     plan_partitions,
+    readable_url,
 )
 from ragbridge.core.results import Evaluation, Score
 from ragbridge.core.runner import OnResult, Progress, resolve_metrics
 from ragbridge.core.settings import Settings
 
+from .ledger import ATTEMPT_KEY, SUBSCRIPTIONS, CallLedger
+from .quiet import PRELOAD, SILENT, quiet_dask
 from .worker import Job, ModelSource, describe_source, running_counts, score_items, score_partition
 
 if TYPE_CHECKING:
     from dask.bag import Bag
     from distributed import Client, Future
 
-__all__ = ["DEFAULT_PARTITION_SIZE", "evaluate"]
+__all__ = ["DEFAULT_PARTITION_SIZE", "ClusterInterrupted", "evaluate"]
 
 DEFAULT_PARTITION_SIZE = 500
 """Samples per task: large enough that scheduling is noise, small enough to spread 2,000."""
 
 _POLL_S = 0.5
+
+
+class ClusterInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a cluster run, with what it leaves for a rerun.
+
+    ``finished`` of ``partitions`` partitions (``samples`` samples, ``cells`` results) were
+    finished when the run stopped; they are kept in ``folder``, or were not kept (``folder`` is
+    None: the run had no parts folder of its own to leave them in).
+    """
+
+    def __init__(
+        self, finished: int, partitions: int, samples: int, cells: int, folder: str | None
+    ) -> None:
+        self.finished = finished
+        self.partitions = partitions
+        self.samples = samples
+        self.cells = cells
+        self.folder = folder
+        where = f"kept in {folder}" if folder is not None else "not kept"
+        super().__init__(
+            f"{finished} of {partitions} partitions finished ({samples} samples, {cells} "
+            f"results), {where}"
+        )
 
 
 class ClusterOptions(TypedDict, total=False):
@@ -90,6 +126,8 @@ def evaluate(
     progress: Progress | None = None,
     on_result: OnResult | None = None,
     keep: bool = True,
+    on_note: Callable[[str], None] | None = None,
+    verbose: bool = False,
     **options: Unpack[ClusterOptions],
 ) -> Evaluation:
     """Score ``metrics`` on ``data`` on a Dask cluster; the result equals a local run's.
@@ -107,7 +145,14 @@ def evaluate(
     the folder finished partitions are kept in (``part-000000.jsonl``, ...): give it to make a
     rerun skip them; by default a temporary folder, removed at the end. ``progress(done,
     total)`` is called at least every half second with the samples finished across the
-    cluster; ``on_result`` and ``keep`` are `ragbridge.core.evaluate`'s.
+    cluster; ``on_result`` and ``keep`` are `ragbridge.core.evaluate`'s. ``on_note`` is
+    given a line when kept partitions are scored again, naming what changed (before they are
+    paid for, for JSONL shards). Dask's log lines and warnings are silenced for the run (in this
+    process, and in the workers of a local cluster made here) unless ``verbose``.
+
+    Ctrl-C raises `ClusterInterrupted`, which says what was kept. The judge-call counts include
+    the calls of partition attempts that never returned (a worker killed mid-partition); the
+    run's ``cluster`` metadata then has ``lost`` with those counts, a lower bound.
     """
     config = Settings.merged(settings, **options)
     for role, given in (
@@ -122,16 +167,18 @@ def evaluate(
             )
     cache = _cache_spec(config.cache)
     resolved = resolve_metrics(metrics)
-    digest = config_digest(
-        {
-            "metrics": [(m.name, type(m).__name__, m.provider) for m in resolved],
-            "judge": describe_source(judge),
-            "embedder": describe_source(embedder),
-            "nli": describe_source(nli),
-            "base_url": base_url,
-            "reuse_results": config.reuse_results,
-        }
-    )
+    # What decides the scores, readable and with no secret: it is hashed into every partition's
+    # fingerprint, kept in each part file, and printed when a part is not reused. The endpoint
+    # is part of it (the same model name elsewhere may answer otherwise); a password is not.
+    readable: dict[str, Any] = {
+        "metrics": [(m.name, type(m).__name__, m.provider) for m in resolved],
+        "judge": describe_source(judge),
+        "embedder": describe_source(embedder),
+        "nli": describe_source(nli),
+        "base_url": readable_url(base_url),
+        "reuse_results": config.reuse_results,
+    }
+    digest = config_digest(readable)
     run = uuid.uuid4().hex[:12]
     job = Job(
         run=run,
@@ -145,25 +192,33 @@ def evaluate(
         cap_name=f"ragbridge-cap-{run}",
     )
     with contextlib.ExitStack() as stack:
+        stack.enter_context(quiet_dask(verbose))  # entered first: it covers the shutdown too
         folder = parts
         if folder is None:
             folder = tempfile.mkdtemp(prefix="ragbridge-parts-")
             stack.callback(shutil.rmtree, folder, True)
         store = PartStore(folder)
-        dask_client = stack.enter_context(_connect(client, workers))
+        dask_client = stack.enter_context(_connect(client, workers, verbose))
         from distributed import Semaphore
 
         cap = Semaphore(max_leases=config.max_concurrency, name=job.cap_name)
         stack.callback(_close_quietly, cap)
-        driver = _Driver(dask_client, job, store, digest, progress)
-        if _is_bag(data):
-            partitions = driver.run_bag(data)
-        else:
-            shards = expand_shards(cast("str | os.PathLike[str] | Sequence[str]", data))
-            planned = list(plan_partitions(shards, partition_size, digest))
-            driver.total = sum(p.samples for p in planned)
-            partitions = driver.run_shards(planned)
-        return _join(store, partitions, driver, on_result=on_result, keep=keep)
+        ledger = CallLedger(run)
+        SUBSCRIPTIONS.add(dask_client, ledger)
+        stack.callback(SUBSCRIPTIONS.remove, dask_client, ledger)
+        driver = _Driver(dask_client, job, store, digest, progress, readable, ledger, on_note)
+        try:
+            if _is_bag(data):
+                partitions = driver.run_bag(data)
+            else:
+                shards = expand_shards(cast("str | os.PathLike[str] | Sequence[str]", data))
+                planned = list(plan_partitions(shards, partition_size, digest))
+                driver.total = sum(p.samples for p in planned)
+                partitions = driver.run_shards(planned)
+            return _join(store, partitions, driver, on_result=on_result, keep=keep)
+        except KeyboardInterrupt:
+            kept = None if parts is None else os.fspath(folder)
+            raise driver.interrupted(kept) from None
     raise AssertionError("unreachable")  # pragma: no cover - the with block returns
 
 
@@ -185,8 +240,12 @@ def _cache_spec(cache: object) -> str | None:
 
 
 @contextlib.contextmanager
-def _connect(client: Client | str | None, workers: int) -> Iterator[Client]:
-    """The client given, one connected to an address, or a LocalCluster made for this run."""
+def _connect(client: Client | str | None, workers: int, verbose: bool) -> Iterator[Client]:
+    """The client given, one connected to an address, or a LocalCluster made for this run.
+
+    The local cluster's workers are ours: unless ``verbose``, they log nothing and ignore
+    Ctrl-C (`.quiet.dask_setup`); this process stops them in order.
+    """
     from distributed import Client as DaskClient
 
     if isinstance(client, DaskClient):
@@ -196,6 +255,7 @@ def _connect(client: Client | str | None, workers: int) -> Iterator[Client]:
         with DaskClient(client) as connected:
             yield connected
         return
+    import dask
     from distributed import LocalCluster
 
     if workers < 1:
@@ -207,6 +267,9 @@ def _connect(client: Client | str | None, workers: int) -> Iterator[Client]:
             processes=True,
             dashboard_address="127.0.0.1:0",  # health routes only: no bokeh, loopback
             host="127.0.0.1",
+            silence_logs=logging.WARNING if verbose else SILENT,
+            preload=[*dask.config.get("distributed.worker.preload", [])]
+            + ([] if verbose else [PRELOAD]),
         ) as cluster,
         DaskClient(cluster) as local,
     ):
@@ -214,7 +277,9 @@ def _connect(client: Client | str | None, workers: int) -> Iterator[Client]:
 
 
 def _close_quietly(semaphore: Any) -> None:
-    with contextlib.suppress(Exception):
+    """Close the run's semaphore; leases still out (Ctrl-C, a lost worker) are expected."""
+    with contextlib.suppress(Exception), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
         semaphore.close()
 
 
@@ -230,20 +295,41 @@ class _Driver:
     """Submits partitions, keeps each finished one, and tracks progress across the cluster."""
 
     def __init__(
-        self, client: Client, job: Job, store: PartStore, digest: str, progress: Progress | None
+        self,
+        client: Client,
+        job: Job,
+        store: PartStore,
+        digest: str,
+        progress: Progress | None,
+        readable: dict[str, Any],
+        ledger: CallLedger,
+        on_note: Callable[[str], None] | None,
     ) -> None:
         self.client = client
         self.job = job
         self.store = store
         self.digest = digest
         self.progress = progress
+        self.readable = readable
+        self.ledger = ledger
+        self.on_note = on_note
         self.total: int | None = None
+        self.partitions = 0
         self.done = 0
         self.finished_samples = 0
+        self.cells = 0
         self.reused = 0
         self.scored = 0
+        self.not_reused: Counter[str] = Counter()
         self.aborted = False
         self._last_poll = 0.0
+
+    def interrupted(self, folder: str | None) -> ClusterInterrupted:
+        """What Ctrl-C leaves: the partitions finished for this run, kept in ``folder``."""
+        finished = self.reused + self.scored
+        return ClusterInterrupted(
+            finished, self.partitions, self.finished_samples, self.cells, folder
+        )
 
     def window(self) -> int:
         """Partitions to keep in flight: enough to keep every worker thread busy (one RPC)."""
@@ -252,9 +338,11 @@ class _Driver:
 
     def run_shards(self, planned: list[Partition]) -> list[int]:
         """Score every partition not already kept; the indices of all, in order."""
+        self.partitions = len(planned)
         todo: Iterator[Partition] = iter(
             [p for p in planned if not self._kept(p.index, p.fingerprint, p.samples)]
         )
+        self._say_not_reused()  # before anything is paid for
         pending: dict[Future, Partition] = {}
         window = self.window()  # asked once: it is a round trip to the scheduler
         self._report()
@@ -288,11 +376,14 @@ class _Driver:
         from dask import delayed
 
         pieces = bag.to_delayed()
+        self.partitions = len(pieces)
         pending: dict[Future, int] = {}
-        kept = {i: self.store.fingerprint(i) for i in range(len(pieces))}
+        headers = {i: self.store.header(i) for i in range(len(pieces))}
         for index, piece in enumerate(pieces):
+            kept = headers[index] or {}
+            fingerprint = None if kept.get("aborted") else kept.get("fingerprint")
             task = delayed(score_items, pure=False)(
-                self.job, index, piece, self.digest, kept[index]
+                self.job, index, piece, self.digest, fingerprint
             )
             pending[self.client.compute(task)] = index
         indices = sorted(pending.values())
@@ -301,29 +392,51 @@ class _Driver:
                 for future in self._wait(pending):
                     index = pending.pop(future)
                     samples, fingerprint, evaluation = future.result()
+                    header = headers[index]
                     if evaluation is None:
-                        self.reused += 1
-                        self.finished_samples += samples
-                        self.done += samples
+                        self._reuse(index, header or {}, samples)
                         continue
+                    if header is not None:  # known only once the worker has hashed the samples
+                        self.not_reused[not_reused_reason(header, self.readable)] += 1
                     self._keep(index, fingerprint, samples, evaluation)
         finally:
             for future in pending:
                 future.cancel()
+        self._say_not_reused()
         return indices
 
     def _kept(self, index: int, fingerprint: str, samples: int) -> bool:
-        if not self.store.finished(index, fingerprint):
+        """Whether partition ``index`` is kept from an earlier run with this fingerprint; a
+        part kept with another one is noted, with the reason (`_say_not_reused`)."""
+        header = self.store.header(index)
+        if header is None:
             return False
+        if header.get("fingerprint") != fingerprint or header.get("aborted"):
+            self.not_reused[not_reused_reason(header, self.readable)] += 1
+            return False
+        self._reuse(index, header, samples)
+        return True
+
+    def _reuse(self, index: int, header: dict[str, Any], samples: int) -> None:
+        cells = header.get("cells")
         self.reused += 1
         self.finished_samples += samples
         self.done += samples
-        return True
+        self.cells += cells if isinstance(cells, int) else len(self.store.read(index))
+
+    def _say_not_reused(self) -> None:
+        if self.on_note is None:
+            return
+        for reason, count in self.not_reused.items():
+            parts = "partition" if count == 1 else "partitions"
+            self.on_note(f"{count} kept {parts} not reused: {reason}; scored again")
 
     def _keep(self, index: int, fingerprint: str, samples: int, evaluation: Evaluation) -> None:
-        self.store.write(index, fingerprint, samples, evaluation)
+        self.ledger.returned(evaluation.metadata.pop(ATTEMPT_KEY, None))
+        self.store.write(index, fingerprint, samples, evaluation, config=self.readable)
         self.scored += 1
         self.finished_samples += samples
+        self.cells += len(evaluation)
         self.done = max(self.done, self.finished_samples)
         if evaluation.metadata.get("aborted"):
             self.aborted = True
@@ -399,6 +512,17 @@ def _join(
     }
     if driver.aborted:
         evaluation.metadata["cluster"]["stopped_early"] = True
+    if driver.not_reused:
+        evaluation.metadata["cluster"]["not_reused"] = dict(driver.not_reused)
+    lost = driver.ledger.lost()
+    if lost is not None:  # paid for, though their results never came back: counted
+        for key, calls in (
+            ("judge_stats", lost.judge_calls),
+            ("embedding_stats", lost.embedding_calls),
+        ):
+            if isinstance(evaluation.metadata.get(key), dict):
+                evaluation.metadata[key]["calls"] += calls
+        evaluation.metadata["cluster"]["lost"] = lost.metadata()
     if not keep:
         evaluation.metadata["cells_kept"] = False
     return note_id_warnings(evaluation, ids)

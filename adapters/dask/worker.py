@@ -9,7 +9,8 @@ opens the run's cache once (an SQLite path all processes of a machine share, or 
 Tasks are coroutine functions, so Dask runs them on the worker's event loop: partitions on one
 worker share that loop, its models and its cache. Progress is kept per running partition in a
 process-global table the client reads with ``Client.run`` (`running_counts`), which costs the
-worker nothing between reads.
+worker nothing between reads. Provider calls are reported as they are made (`.ledger`): a
+partition whose worker dies still has its calls counted by the client.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ragbridge.core.sample import Sample
 from ragbridge.core.settings import Settings
 
 from .cap import ClusterSlots
+from .ledger import ATTEMPT_KEY, AttemptReporter
 
 __all__ = ["Job", "describe_source", "running_counts", "score_items", "score_partition"]
 
@@ -57,7 +59,11 @@ class Job:
 
 
 def describe_source(source: ModelSource | None) -> str | None:
-    """A stable description of a model source, for the partitions' fingerprint."""
+    """A stable description of a model source, for the partitions' fingerprint.
+
+    It is also kept in each part file and printed when a rerun cannot reuse one, so a
+    factory's arguments (``functools.partial``), which may hold a key, appear as a short hash.
+    """
     if source is None or isinstance(source, str):
         return source
     name = getattr(source, "__qualname__", None) or type(source).__qualname__
@@ -67,8 +73,9 @@ def describe_source(source: ModelSource | None) -> str | None:
         return f"{module}.{name} ({model})"
     func = getattr(source, "func", None)  # functools.partial: what it calls, with what
     if func is not None:
-        args = getattr(source, "args", ())
-        return f"{getattr(func, '__module__', '')}.{getattr(func, '__qualname__', func)}{args!r}"
+        given = repr((getattr(source, "args", ()), sorted(getattr(source, "keywords", {}).items())))
+        args = hashlib.blake2b(given.encode("utf-8"), digest_size=4).hexdigest()
+        return f"{getattr(func, '__module__', '')}.{getattr(func, '__qualname__', func)}(#{args})"
     return f"{module}.{name}"
 
 
@@ -141,6 +148,16 @@ async def _score(job: Job, index: int, samples: Iterable[Sample]) -> Evaluation:
         cache=_cache(job.cache),
     )
     engines = build_engines(settings, metrics, slots=slots)
+
+    def calls() -> tuple[int, int]:
+        judge, embedder = engines.judge, engines.embedder
+        return (
+            judge.stats.calls if judge is not None else 0,
+            embedder.stats.calls if embedder is not None else 0,
+        )
+
+    reporter = AttemptReporter(job.run, index, calls)  # if this attempt is lost, its calls are not
+    slots.on_call = reporter.report
     key = (job.run, index)
     _RUNNING[key] = 0
 
@@ -164,6 +181,7 @@ async def _score(job: Job, index: int, samples: Iterable[Sample]) -> Evaluation:
         evaluation.metadata["warnings"] = warnings
     else:
         evaluation.metadata.pop("warnings", None)
+    evaluation.metadata[ATTEMPT_KEY] = reporter.attempt
     return evaluation
 
 
