@@ -18,6 +18,8 @@ import functools
 import re
 import unicodedata
 
+from .quantities import canonical
+
 __all__ = [
     "STOPWORDS",
     "abstention",
@@ -28,7 +30,6 @@ __all__ = [
     "plain",
     "salient",
     "sentences",
-    "spell_units",
     "terms",
     "unframed",
     "words",
@@ -80,11 +81,14 @@ def sentences(text: str) -> list[str]:
         for match in _SENTENCE_END.finditer(block):
             end = match.end(1)
             candidate = block[start:end]
-            last_word = candidate.rstrip(".!?\"')]").rsplit(" ", 1)[-1].lower()
+            *before, last_word = candidate.rstrip(".!?\"')]").rsplit(" ", 2)
+            last_word = last_word.lower()
+            after_number = bool(before) and before[-1][-1:].isdigit()
             follower = block[match.end() : match.end() + 1]
             if (
                 last_word in _ABBREVIATIONS
-                or (len(last_word) == 1 and last_word.isalpha())  # an initial: "J. Smith"
+                # an initial ("J. Smith"), but not a unit symbol after a number ("8849 m.")
+                or (len(last_word) == 1 and last_word.isalpha() and not after_number)
                 or (follower and follower.islower())  # "e.g. this" mid-sentence
             ):
                 continue
@@ -127,41 +131,16 @@ def term(word: str) -> str:
     return folded
 
 
-_UNITS = [
-    (re.compile(r"\s*[°º˚]\s*C\b"), " degrees celsius"),
-    (re.compile(r"\s*[°º˚]\s*F\b"), " degrees fahrenheit"),
-    (re.compile(r"(?<=\d)\s*km/h\b", re.IGNORECASE), " kilometres per hour"),
-    (re.compile(r"(?<=\d)\s*mph\b", re.IGNORECASE), " miles per hour"),
-    (re.compile(r"(?<=\d)\s*km\b", re.IGNORECASE), " kilometres"),
-    (re.compile(r"(?<=\d)\s*cm\b", re.IGNORECASE), " centimetres"),
-    (re.compile(r"(?<=\d)\s*mm\b", re.IGNORECASE), " millimetres"),
-    (re.compile(r"(?<=\d)\s*m\b"), " metres"),
-    (re.compile(r"(?<=\d)\s*kg\b", re.IGNORECASE), " kilograms"),
-    (re.compile(r"(?<=\d)\s*g\b"), " grams"),
-    (re.compile(r"(?<=\d)\s*lbs?\b", re.IGNORECASE), " pounds"),
-    (re.compile(r"(?<=\d)\s*ft\b", re.IGNORECASE), " feet"),
-    (re.compile(r"\bmeters?\b", re.IGNORECASE), "metres"),
-    (re.compile(r"\bkilometers?\b", re.IGNORECASE), "kilometres"),
-]
-"""Unit symbols spelt out (and US spelling made British), so "100 °C" meets "100 degrees
-Celsius" and "5 km" meets "5 kilometers". Symbols only after a number, where they are units."""
-
-
-def spell_units(text: str) -> str:
-    for pattern, words_ in _UNITS:
-        text = pattern.sub(words_, text)
-    return text
-
-
 @functools.lru_cache(maxsize=1 << 16)
 def terms(text: str) -> frozenset[str]:
-    """The facts' vocabulary of ``text``: its content words as `term`s, with unit symbols spelt
-    out (`spell_units`), and its numbers (``8,849`` = ``8849``).
+    """The facts' vocabulary of ``text``: its content words as `term`s and its numbers, with
+    numbers, number words, dates, percentages and units in one written form first
+    (`ragbridge.core.quantities.canonical`: ``8,849 m`` = ``8849 metres``, ``three`` = ``3``).
 
     Memoised: the offline providers ask for the same context sentences' terms once per claim
     and per measure, and this was 16% of a cold offline run's time
     (`benchmarks/offline_speed.py` under cProfile)."""
-    text = spell_units(normalise(text))
+    text = canonical(normalise(text))
     return frozenset({term(w) for w in content_words(text) if not w.isdigit()} | numbers(text))
 
 
@@ -185,7 +164,7 @@ def salient(text: str) -> set[str]:
     follows it ("New York is ...", not "Solar panels ..."): sentence case is not a name.
     """
     found: set[str] = set()
-    clean = normalise(text)
+    clean = canonical(normalise(text))
     for match in _NUMBER.finditer(clean):
         found.add(_number_key(match.group(0)))
     found.update(w for w in words(clean) if w in _MONTHS)
@@ -230,9 +209,12 @@ def unframed(sentence: str) -> str:
     return stripped[:1].upper() + stripped[1:] if stripped else sentence
 
 
-def numbers(text: str) -> set[str]:
-    """Just the numbers of `salient` (to check a claim's numbers against a context's)."""
-    return {_number_key(m.group(0)) for m in _NUMBER.finditer(normalise(text))}
+@functools.lru_cache(maxsize=1 << 16)
+def numbers(text: str) -> frozenset[str]:
+    """Just the numbers of `salient` (to check a claim's numbers against a context's), read
+    from the `canonical` form: "8 849", "8,849" and "8849.0" are all ``8849``. Memoised, as
+    `terms` is: the offline matcher asks for every context sentence's numbers per measure."""
+    return frozenset(_number_key(m.group(0)) for m in _NUMBER.finditer(canonical(normalise(text))))
 
 
 # --------------------------------------------------------------------------- abstentions

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...quantities import canonical
 from ...results import FailureKind, Score
 from ...sample import Sample
 from ...text import content_words
@@ -16,7 +17,8 @@ class ContextUsage(Metric):
     ``value`` = overlap rate = share of the answer's content words (stop words removed) that
     occur in the contexts; ``details["novel_rate"]`` = 1 − overlap: words the answer brought in
     itself. A high novel rate flags answers written from the model's memory rather than the
-    retrieved text — a cue, not a verdict (paraphrase is novel too).
+    retrieved text — a cue, not a verdict (paraphrase is novel too). Words are counted in the
+    `canonical` form, so "8,849 metres" is two words that "8849 m" holds.
     """
 
     requires = ("answer",)
@@ -25,10 +27,10 @@ class ContextUsage(Metric):
     provider = "offline"
 
     async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
-        answer_words = content_words(sample.answer or "")
+        answer_words = content_words(canonical(sample.answer or ""))
         if not answer_words:
             return Score.fail(FailureKind.NO_CLAIMS, "the answer has no content words")
-        pool = {w for c in sample.contexts for w in content_words(c.text)}
+        pool = {w for c in sample.contexts for w in content_words(canonical(c.text))}
         used = sum(1 for w in answer_words if w in pool)
         overlap = used / len(answer_words)
         novel = sorted({w for w in answer_words if w not in pool})

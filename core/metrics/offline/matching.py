@@ -11,7 +11,9 @@ embeddings are known to be blind:
   folded, so "approves" meets "approval" and "Everest's" meets "Everest"), AND every number and
   name in it (`ragbridge.core.text.salient`) occurs in the contexts. Embeddings rate "paid 1,200"
   and "paid 2,100" as near-identical, and a sentence about the right topic that adds words of its
-  own as close; the two lexical checks catch what the cosine cannot see.
+  own as close; the two lexical checks catch what the cosine cannot see. Numbers, units and
+  dates are compared, and embedded, in one written form (`ragbridge.core.quantities`), so
+  "8,849 metres" meets "8849 m" and "eight silver" meets "8 silver", and 8,848 stays apart.
 * **relevance** (answer relevance, context precision): cosine similarity to the question.
 
 The thresholds are parameters; the defaults were chosen by leave-one-source-out cross-validation
@@ -30,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from ...quantities import canonical, lone_counts
 from ...text import (
     content_words,
     is_preamble,
@@ -98,11 +101,12 @@ class TermIndex:
     Why IDF: a claim is made of a few telling words and many common ones; missing "Zemeckis"
     matters more than missing "film". The document frequency is counted over the context
     sentences themselves (no corpus statistics ship with ragbridge), and a term no sentence
-    holds weighs as if half a sentence did, the most telling of all.
+    holds weighs as if half a sentence did, the most telling of all. A sentence's lone "one"
+    and "two" count as 1 and 2 here (`lone_counts`), so "two minutes" supports "2 minutes".
     """
 
     def __init__(self, contexts: Sequence[str]) -> None:
-        self.sentences = [terms(s) for text in contexts for s in sentences(text)]
+        self.sentences = [terms(s) | lone_counts(s) for text in contexts for s in sentences(text)]
         self.pool: set[str] = set().union(*self.sentences)
         counts: dict[str, int] = {}
         for bag in self.sentences:
@@ -231,12 +235,16 @@ async def match_sentences(
     if not pieces:
         return [Support(c, 0.0, None, None, (), False, 0.0) for c in claims]
     index = index or TermIndex(contexts)
-    pool_words = {plain(w) for text in contexts for w in words(text)}
-    pool_numbers = {n for text in contexts for n in numbers(text)}
-    candidates_of = shortlist(claims, [s for _, s in pieces], candidates)
+    # Claims and context sentences are shortlisted and embedded in their `canonical` form: an
+    # embedding of "8,849 metres" is not one of "8849 m", and a bag-of-words one shares no word.
+    claim_forms = [canonical(c) for c in claims]
+    piece_forms = [canonical(s) for _, s in pieces]
+    pool_words = {plain(w) for form in piece_forms for w in words(form)}
+    pool_numbers = {n for _, s in pieces for n in numbers(s) | lone_counts(s)}
+    candidates_of = shortlist(claim_forms, piece_forms, candidates)
     needed = sorted({j for row in candidates_of for j in row})
     column = {j: i for i, j in enumerate(needed)}
-    vectors = await embed(ctx, [*claims, *(pieces[j][1] for j in needed)])
+    vectors = await embed(ctx, [*claim_forms, *(piece_forms[j] for j in needed)])
     sims = vectors[: len(claims)] @ vectors[len(claims) :].T
     out = []
     for row, claim in enumerate(claims):
