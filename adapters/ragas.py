@@ -94,6 +94,16 @@ from ragbridge.adapters._frameworks import quiet_frameworks
 from ragbridge.adapters.ragas_names import RAGAS_ALIASES, RAGAS_METRIC_NAMES, Names
 from ragbridge.adapters.ragas_names import measure_of as _measure_of
 from ragbridge.adapters.ragas_names import ragas_name as _ragas_name
+from ragbridge.adapters.ragas_rows import (  # the rows need no RAGAS: see that module
+    _PASSTHROUGH,
+    _RAGAS_META,
+    EXTRAS_KEY,
+    RAGAS_FIELDS,
+    _check_sample,
+    _ragas_row,
+    ragas_extras,
+    to_ragas_jsonl,
+)
 from ragbridge.core.cache import Cache, open_cache
 from ragbridge.core.engine import EmbeddingEngine, JudgeCall, JudgeEngine
 from ragbridge.core.judge import (
@@ -183,20 +193,6 @@ StrPath = str | os.PathLike[str]
 TEMPLATE_ID = "ragas"
 """Cache template id of every RAGAS prompt; the version is ``ragas.__version__``."""
 
-RAGAS_FIELDS: tuple[str, ...] = (
-    "user_input",
-    "retrieved_contexts",
-    "retrieved_context_ids",
-    "reference_contexts",
-    "reference_context_ids",
-    "response",
-    "reference",
-)
-"""The `SingleTurnSample` fields ragbridge maps, in the column order the writers use."""
-
-EXTRAS_KEY = "ragbridge"
-"""The JSONL key / HF column holding what RAGAS has no field for (see `ragas_extras`)."""
-
 LEGACY_NAMES: dict[str, str] = {
     "question": "user_input",
     "answer": "response",
@@ -206,52 +202,7 @@ LEGACY_NAMES: dict[str, str] = {
 }
 """Pre-0.2 RAGAS column names, which RAGAS now drops silently, and the names to use instead."""
 
-# SingleTurnSample fields with no ragbridge slot: kept in Sample.metadata["ragas"].
-_PASSTHROUGH = ("multi_responses", "rubrics", "persona_name", "query_style", "query_length")
-_RAGAS_META = "ragas"
-
-
 # --------------------------------------------------------------------------- data: writing
-
-
-def ragas_extras(sample: Sample) -> dict[str, Any]:
-    """What RAGAS cannot carry for ``sample``: its id, each context's id/score/metadata, the exact
-    ``relevance`` and ``metadata``. JSON data; `from_ragas_dataset` takes a list of these back."""
-    return {
-        "id": sample.id,
-        "contexts": [
-            {"id": c.id, "score": c.score, "metadata": c.metadata} for c in sample.contexts
-        ],
-        "relevance": sample.relevance,
-        "metadata": sample.metadata,
-    }
-
-
-def _ragas_row(sample: Sample) -> dict[str, Any]:
-    """``sample`` in RAGAS's schema, with None for absent fields."""
-    ids = [c.id for c in sample.contexts]
-    relevant = (
-        None
-        if sample.relevance is None
-        else [doc for doc, grade in sample.relevance.items() if grade > 0]
-    )
-    row: dict[str, Any] = {
-        "user_input": sample.question,
-        "retrieved_contexts": [c.text for c in sample.contexts],
-        "retrieved_context_ids": ids if ids and all(i is not None for i in ids) else None,
-        "reference_contexts": (
-            list(sample.reference_contexts) if sample.reference_contexts is not None else None
-        ),
-        "reference_context_ids": relevant,
-        "response": sample.answer,
-        "reference": sample.reference,
-    }
-    passthrough = sample.metadata.get(_RAGAS_META)
-    if isinstance(passthrough, Mapping):
-        for key in _PASSTHROUGH:
-            if passthrough.get(key) is not None:
-                row[key] = passthrough[key]
-    return row
 
 
 def to_ragas_dataset(samples: Iterable[Sample]) -> EvaluationDataset:
@@ -262,25 +213,6 @@ def to_ragas_dataset(samples: Iterable[Sample]) -> EvaluationDataset:
     """
     rows = [SingleTurnSample(**_ragas_row(_check_sample(s, i))) for i, s in enumerate(samples)]
     return EvaluationDataset(samples=list(rows))
-
-
-def to_ragas_jsonl(samples: Iterable[Sample], path: StrPath) -> int:
-    """Write RAGAS's JSONL form (what ``EvaluationDataset.to_jsonl`` writes: absent fields are
-    omitted) plus a ``ragbridge`` key per line holding `ragas_extras`; returns the count.
-
-    ``EvaluationDataset.from_jsonl`` reads the file as is (it ignores the extra key).
-    """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    count = 0
-    with target.open("w", encoding="utf-8") as handle:
-        for i, sample in enumerate(samples):
-            _check_sample(sample, i)
-            row = {k: v for k, v in _ragas_row(sample).items() if v is not None}
-            row[EXTRAS_KEY] = ragas_extras(sample)
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-            count += 1
-    return count
 
 
 def to_hf_dataset(samples: Iterable[Sample]) -> Any:
@@ -310,12 +242,6 @@ def to_hf_dataset(samples: Iterable[Sample]) -> Any:
         for key, column in columns.items():
             column.append(row.get(key))
     return Dataset.from_dict(columns)
-
-
-def _check_sample(sample: Any, index: int) -> Sample:
-    if not isinstance(sample, Sample):
-        raise TypeError(f"sample {index}: expected a ragbridge Sample, got {type(sample).__name__}")
-    return sample
 
 
 # --------------------------------------------------------------------------- data: reading

@@ -9,7 +9,9 @@ and prints each wall time, with the process start-up included, since that is wha
 for, and the rows of each table of ``DIR/cache.sqlite`` after each run. A rerun that changed
 nothing should reuse every kept Score, vector and reply, so it adds no row: the growth per
 rerun is printed, and it is 0 when the result keys cover only what decides a Score (a sample's
-volatile ``metadata["latency_s"]`` must not be part of them).
+volatile ``metadata["latency_s"]`` must not be part of them). What the last rerun read back
+instead of computing (LlamaIndex's chunks, the RAGAS comparison: the ``ragbridge: reused``
+lines of its stderr) is printed after the table.
 
 The summary line gives the rerun's time as a share of the cold run (the goal is <= 0.5x) and
 what it saved as a share of the cold run: saved / cold, so the two add up to 100%.
@@ -44,8 +46,9 @@ def ragbridge_command() -> list[str]:
     return [sys.executable, "-m", "ragbridge.adapters.cli"]
 
 
-def run_once(out: Path) -> float:
-    """Seconds for one ``ragbridge demo --out out``; exits with its code if it fails."""
+def run_once(out: Path) -> tuple[float, str]:
+    """Seconds for one ``ragbridge demo --out out``, and its stderr; exits with its code if it
+    fails."""
     start = time.perf_counter()
     done = subprocess.run(
         [*ragbridge_command(), "demo", "--out", str(out)],
@@ -57,7 +60,7 @@ def run_once(out: Path) -> float:
     if done.returncode != 0:
         sys.stderr.write(done.stdout + done.stderr)
         sys.exit(f"ragbridge demo exited {done.returncode}")
-    return seconds
+    return seconds, done.stderr
 
 
 def cache_rows(path: Path) -> dict[str, int]:
@@ -105,10 +108,12 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="ragbridge-demo-rerun-"))
     times: list[float] = []
     rows: list[dict[str, int]] = []
+    stderr = ""
     try:
         out = folder / "demo"
         for _ in range(args.runs):
-            times.append(run_once(out))
+            seconds, stderr = run_once(out)
+            times.append(seconds)
             rows.append(cache_rows(out / "cache.sqlite"))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -118,6 +123,9 @@ def main() -> None:
         print(f"{label:<22}{seconds:6.1f} s   cache rows: {table}")
     print(summary(times))
     print(f"cache growth per rerun (largest): {growth(rows)}")
+    for line in stderr.splitlines():
+        if line.startswith("ragbridge: reused"):
+            print("last rerun " + line.removeprefix("ragbridge: "))
 
 
 if __name__ == "__main__":

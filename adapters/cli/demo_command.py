@@ -9,7 +9,9 @@ two pipelines are compared sample by sample (paired tests), the same questions g
 written as a DeepEval dataset and a RAGAS dataset. Everything lands in ``--out`` with the HTML
 report; nothing touches the network. Each pipeline is built once, and every vector (handbook,
 questions, answers) goes through the embedding cache in ``--out``, so a rerun in the same folder
-loads no model at all.
+loads no model at all. A rerun also reads back LlamaIndex's chunks of the handbook (its own
+ingestion cache) and the ragbridge vs RAGAS comparison while nothing they depend on changed, so
+it imports neither nltk nor RAGAS, and says so on stderr (`ragbridge.adapters.demo.reuse`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from ragbridge.adapters._frameworks import framework_noise_off
 from ragbridge.adapters._hub import disable_hub
+from ragbridge.adapters.cli.console import note
 from ragbridge.adapters.cli.options import progress, summary_lines
+from ragbridge.adapters.cli.plural import plural
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds this parser without them
     from ragbridge.core.results import Evaluation
@@ -73,6 +77,7 @@ def run_demo(args: argparse.Namespace) -> int:
         run_langchain_demo,
         run_llamaindex_demo,
     )
+    from ragbridge.adapters.demo.reuse import KeptIngestion
     from ragbridge.core.cache import Cache
     from ragbridge.core.runner import evaluate
     from ragbridge.core.sample import save_samples
@@ -92,11 +97,20 @@ def run_demo(args: argparse.Namespace) -> int:
         cached = CachedEmbedder(embedder, cache)
         chain = langchain_pipeline(cached)  # built once: the LangSmith step runs it again
         runs: dict[str, list[Sample]] = {}
+        reused: list[str] = []
         with progress("running pipelines", 2) as advance:
             runs["langchain"] = run_langchain_demo(questions, embedder=cached, chain=chain)
             advance(1, 2)
-            runs["llamaindex"] = run_llamaindex_demo(questions, embedder=cached)
+            chunks = KeptIngestion(cache)
+            runs["llamaindex"] = run_llamaindex_demo(
+                questions, embedder=cached, ingestion_cache=chunks.cache
+            )
             advance(2, 2)
+        if chunks.save():
+            reused.append(
+                "LlamaIndex's chunks of the handbook, from its IngestionCache (same documents "
+                "and splitter): nltk's sentence splitter did not run"
+            )
         written: list[Path] = []
         evaluations: dict[str, Evaluation] = {}
         for name, samples in runs.items():
@@ -111,7 +125,12 @@ def run_demo(args: argparse.Namespace) -> int:
             print("\n".join("  " + line for line in summary_lines(evaluations[name])))
             print("  " + _danger(evaluations[name]))
         print("\n" + "\n".join(_pipeline_comparison(evaluations)))
-        comparison = _framework_comparison(runs["langchain"], embedder, cache)
+        comparison, kept = _framework_comparison(runs["langchain"], embedder, cache)
+        if kept:
+            reused.append(
+                "the ragbridge vs RAGAS comparison of these same langchain samples: RAGAS did "
+                "not run"
+            )
         if comparison is not None:
             written.append(out / "comparison.json")
             comparison.to_json(written[-1])
@@ -134,6 +153,8 @@ def run_demo(args: argparse.Namespace) -> int:
     for path in written:
         print(f"  {path}")
     print(f"embedding cache: {cache.path} (a rerun with the same cache computes no vector)")
+    for what in reused:  # how, not what: stdout is the same as the first run's
+        note(f"reused from {cache.path} (same ragbridge code and installed packages): {what}")
     return 0
 
 
@@ -181,26 +202,46 @@ def _pipeline_comparison(evaluations: dict[str, Evaluation]) -> list[str]:
     return lines
 
 
-def _framework_comparison(samples: list[Sample], embedder: Any, cache: Any) -> Any:
-    """ragbridge vs RAGAS on the measures both compute without a judge (the demo has none)."""
-    from ragbridge.adapters.compare import compare_frameworks_on
+def _framework_comparison(samples: list[Sample], embedder: Any, cache: Any) -> tuple[Any, bool]:
+    """ragbridge vs RAGAS on the measures both compute without a judge (the demo has none),
+    and whether it was read back from the cache (`ragbridge.adapters.demo.reuse`: the same
+    samples, ragbridge code and installed packages as the run that computed it)."""
+    from pydantic import ValidationError
 
-    with progress("comparing frameworks", len(samples)) as advance:
-        run = compare_frameworks_on(samples, embedder=embedder, cache=cache, progress=advance)
-    comparison = run.comparison
+    from ragbridge.adapters.demo.reuse import Kept, comparison_inputs
+    from ragbridge.core.crosscheck import CrossComparison
+
+    kept = Kept(cache, "comparison", comparison_inputs(samples, embedder.model))
+    text = kept.load()
+    comparison: CrossComparison | None = None
+    if text is not None:
+        with contextlib.suppress(ValidationError):
+            comparison = CrossComparison.model_validate_json(text)
+    reused = comparison is not None
+    if comparison is None:
+        from ragbridge.adapters.compare import compare_frameworks_on
+
+        with progress("comparing frameworks", len(samples)) as advance:
+            run = compare_frameworks_on(samples, embedder=embedder, cache=cache, progress=advance)
+        comparison = run.comparison
+        kept.save(comparison.model_dump_json())
     print("\nragbridge vs RAGAS on the langchain samples, no judge (compare --judge for all):")
     for m in comparison.measures:
         for p in m.pairs:
             rho = "—" if p.spearman is None else f"{p.spearman:+.2f}"
             mad = "—" if p.mean_abs_diff is None else f"{p.mean_abs_diff:.3f}"
-            edge = f", {len(m.edge_cases)} edge cases" if m.edge_cases else ""
+            edge = f", {plural(len(m.edge_cases), 'edge case')}" if m.edge_cases else ""
             print(f"  {m.measure:<22} spearman {rho}, mean |diff| {mad} over {p.n}{edge}")
-    print(f"  skipped {len(comparison.skipped)} framework/measure pairs that need a judge or data")
-    return comparison
+    skipped = plural(len(comparison.skipped), "framework/measure pair")
+    print(f"  skipped {skipped} that need a judge or data")
+    return comparison, reused
 
 
 def _framework_files(out: Path, samples: list[Sample]) -> list[Path]:
-    from ragbridge.adapters.ragas import to_ragas_jsonl
+    """The eval set as a RAGAS dataset (RAGAS's JSONL form is plain JSON: written without
+    importing RAGAS, `ragbridge.adapters.ragas_rows`) and a DeepEval dataset (written by
+    DeepEval's own ``EvaluationDataset.save_as``)."""
+    from ragbridge.adapters.ragas_rows import to_ragas_jsonl
 
     ragas_path = out / "ragas_dataset.jsonl"
     to_ragas_jsonl(samples, ragas_path)

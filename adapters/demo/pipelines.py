@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # only for annotations; the frameworks are imported lazily
     from langchain_core.runnables import Runnable
     from llama_index.core.base.base_query_engine import BaseQueryEngine
     from llama_index.core.base.embeddings.base import BaseEmbedding
+    from llama_index.core.ingestion import IngestionCache
 
 __all__ = [
     "FALLBACK_ANSWER",
@@ -440,6 +441,7 @@ def llamaindex_pipeline(
     k: int = 4,
     *,
     chunk_size: int = 64,
+    ingestion_cache: IngestionCache | None = None,
 ) -> BaseQueryEngine:
     """A LlamaIndex query engine over the handbook, answering with `ExtractiveAnswerer`.
 
@@ -450,20 +452,35 @@ def llamaindex_pipeline(
     chunks. Generation: a ``CustomQueryEngine`` that answers from the retrieved chunk texts and
     returns them as ``source_nodes``. Run it with
     `ragbridge.adapters.llamaindex.run_query_engine` (or `run_llamaindex_demo`).
+
+    The documents are split by LlamaIndex's own ``IngestionPipeline``. With an
+    ``ingestion_cache`` (LlamaIndex's ``IngestionCache``), documents and splitter settings it has
+    seen give back the nodes it kept, node ids included, without splitting again: the
+    splitter's sentence tokenizer is nltk's Punkt, and importing nltk is a large share of a
+    demo rerun. Without one, every call splits (the same chunks, new node ids).
     """
     _check_k(k)
     _import_llamaindex()
     from llama_index.core import Document, VectorStoreIndex
     from llama_index.core.base.response.schema import Response
+    from llama_index.core.ingestion import IngestionPipeline
     from llama_index.core.node_parser import SentenceSplitter
     from llama_index.core.query_engine import CustomQueryEngine
     from llama_index.core.retrievers import BaseRetriever
     from llama_index.core.schema import MetadataMode, NodeWithScore
 
-    index = VectorStoreIndex.from_documents(
-        [Document(text=d.text, id_=d.id, metadata={"title": d.title}) for d in documents()],
-        embed_model=llamaindex_embedding(embedder or default_embedder()),
+    ingestion = IngestionPipeline(
         transformations=[SentenceSplitter(chunk_size=chunk_size, chunk_overlap=0)],
+        cache=ingestion_cache,
+        disable_cache=ingestion_cache is None,
+    )
+    nodes = ingestion.run(
+        documents=[
+            Document(text=d.text, id_=d.id, metadata={"title": d.title}) for d in documents()
+        ]
+    )
+    index = VectorStoreIndex(
+        nodes, embed_model=llamaindex_embedding(embedder or default_embedder())
     )
     retriever = index.as_retriever(similarity_top_k=k)
 
@@ -544,14 +561,16 @@ def run_llamaindex_demo(
     embedder: Embedder | None = None,
     k: int = 4,
     max_concurrency: int = 4,
+    ingestion_cache: IngestionCache | None = None,
 ) -> list[Sample]:
     """Answer ``samples`` (default: all handbook `questions`) with `llamaindex_pipeline` through
     `ragbridge.adapters.llamaindex.run_query_engine`; returns tagged samples with contexts
-    (chunks reported under their document ids) and answers."""
+    (chunks reported under their document ids) and answers. ``ingestion_cache``: see
+    `llamaindex_pipeline`."""
     from ragbridge.adapters.llamaindex import run_query_engine
 
     used = embedder or default_embedder()
-    engine = llamaindex_pipeline(used, k)
+    engine = llamaindex_pipeline(used, k, ingestion_cache=ingestion_cache)
     ran = run_query_engine(
         engine,
         list(questions() if samples is None else samples),
