@@ -5,14 +5,22 @@ Why it is built this way:
 
 * **httpx, not the openai SDK.** The wire protocol is small and stable; speaking it directly
   keeps the extra to one light dependency and lets tests inject an ``httpx.MockTransport``.
-* **JSON mode first, forced tool call as fallback.** ``response_format={"type": "json_object"}``
-  is the structured mode most compatible servers accept (llama.cpp answers HTTP 500 to
-  ``json_schema``); the engine's prompts already state the schema, so messages go out as given.
-  A server that refuses ``response_format`` with a 400 is asked again with a forced tool call,
-  and the judge remembers that for later calls. Tool arguments that do not validate are handed
-  back as text with ``parsed=None``, so the engine's repair re-ask quotes what was wrong.
-* **``max_tokens``, not ``max_completion_tokens``.** llama.cpp ignores the newer name, and an
-  uncapped local model can ramble until the timeout.
+* **Constrained replies, in the server's dialect.** ``structured="auto"`` (the default) asks
+  for the reply's JSON schema as strictly as the server allows: OpenAI's strict ``json_schema``,
+  else llama-cpp-python's grammar-constrained ``json_object`` with a ``schema``, else JSON mode,
+  else plain chat. The rung is detected by the first call to an endpoint and remembered per base
+  URL and model for the process (`ragbridge.adapters.openai_dialect`): a refused rung (llama-cpp-
+  python answers ``json_schema`` with an HTTP 500) is a dialect, not a fault to retry. The
+  engine's prompts state the schema too, so messages go out as given and the engine parses and
+  checks the text. ``structured="json_object"`` keeps JSON mode with a forced tool call as the
+  fallback of a server that refuses ``response_format`` with a 400; tool arguments that do not
+  validate are handed back as text with ``parsed=None``, so the engine's repair quotes them.
+* **A completion budget per request, as ``max_tokens``.** The engine passes each request's
+  budget (`ragbridge.core.reply_format.reply_spec`, sized by its prompt template from what the
+  reply lists); an explicit ``max_tokens`` is a ceiling on it, and 1024 applies when a request
+  has none. A weak model that never closes its JSON then stops at its budget instead of at the
+  context limit, long past the timeout. ``max_tokens``, not ``max_completion_tokens``:
+  llama.cpp ignores the newer name.
 * **Errors say what to do next.** Timeouts, 429 (with ``Retry-After``), 5xx, resets and broken
   replies are the engine's transient errors and get retried. A wrong key (401), no access
   (403), an unknown model or path (404), an exhausted quota, a host that does not resolve and a
@@ -39,10 +47,18 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ValidationError
 
+from ragbridge.adapters.openai_dialect import (
+    LADDER,
+    Mode,
+    dialects,
+    refuses_format,
+    response_format,
+)
+from ragbridge.core.error_text import describe_error
 from ragbridge.core.judge import (
     ConnectionRefused,
     JudgeError,
@@ -56,6 +72,7 @@ from ragbridge.core.judge import (
     attempt_timeout,
     classify_error,
 )
+from ragbridge.core.reply_format import reply_spec
 from ragbridge.core.results import Usage
 
 INSTALL_HINT = 'pip install "ragbridge[openai]"'
@@ -70,6 +87,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 
 __all__ = [
     "DEFAULT_BASE_URL",
+    "DEFAULT_MAX_TOKENS",
     "DEFAULT_TIMEOUT",
     "INSTALL_HINT",
     "OpenAIEmbedder",
@@ -83,15 +101,27 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_TIMEOUT = 60.0
 """Seconds per request when no engine sets one (``timeout=None`` follows the engine's)."""
 
+DEFAULT_MAX_TOKENS = 1024
+"""Completion tokens of a request that carries no budget (free text, other frameworks' prompts)."""
+
 KEY_HINT = "check OPENAI_API_KEY (or RAGBRIDGE_API_KEY)"
 """What to do about a 401: where ragbridge reads the key from."""
 
-Structured = Literal["json_object", "tool", "none"]
-"""How a schema is requested: JSON mode, a forced tool call, or plain chat (the engine parses)."""
+Structured = Literal["auto", "json_object", "tool", "none"]
+"""How a schema is requested: the most constrained form the server takes (detected), JSON mode,
+a forced tool call, or plain chat (the engine parses)."""
 
-_STRUCTURED: tuple[str, ...] = ("json_object", "tool", "none")
+_STRUCTURED: tuple[str, ...] = ("auto", "json_object", "tool", "none")
 _REDACTED = "[REDACTED]"
 _MAX_MESSAGE = 500
+
+
+_DOING = {
+    "ConnectError": "connecting to",
+    "ReadError": "reading the reply from",
+    "WriteError": "sending the request to",
+}
+"""What an httpx transport error interrupted, for a failure whose exception has no message."""
 
 
 class _OpenAIHTTP:
@@ -196,7 +226,8 @@ class _OpenAIHTTP:
                 "A slow model needs a longer --timeout",
             ) from None
         except httpx.TransportError as exc:  # connect/read/protocol errors: the server's side
-            message = f"{self.model}: " + self._redact(f"{type(exc).__name__}: {exc}")
+            doing = _DOING.get(type(exc).__name__, "sending the request to")
+            message = f"{self.model}: " + self._redact(describe_error(exc, f"{doing} {url}"))
             known = classify_error(exc)
             if isinstance(known, ConnectionRefused):
                 raise ConnectionRefused(
@@ -297,10 +328,13 @@ class _OpenAIHTTP:
 class OpenAIJudge(_OpenAIHTTP):
     """An OpenAI-compatible chat endpoint as a ragbridge `Judge`.
 
-    ``structured`` chooses how a schema is requested: ``"json_object"`` (JSON mode, falling back
-    to a forced tool call when the server refuses ``response_format``), ``"tool"`` (always a
-    forced tool call), or ``"none"`` (plain chat; the engine parses the text). ``extra_body`` is
-    merged into every request last, for server-specific knobs (``seed``, ``top_p``, ...).
+    ``structured`` chooses how a schema is requested: ``"auto"`` (the JSON schema as strictly as
+    the server takes it, detected once per endpoint: see the module), ``"json_object"`` (JSON
+    mode, falling back to a forced tool call when the server refuses ``response_format``),
+    ``"tool"`` (always a forced tool call), or ``"none"`` (plain chat; the engine parses the
+    text). ``max_tokens`` caps every reply; without it a request's own budget applies (from
+    the engine), else `DEFAULT_MAX_TOKENS`. ``extra_body`` is merged into every request last,
+    for server-specific knobs (``seed``, ``top_p``, ...).
     The key comes from ``api_key`` or ``OPENAI_API_KEY``; without one no Authorization header is
     sent, which is what local servers expect. ``client`` injects an ``httpx.AsyncClient`` (tests,
     proxies, connection limits); it is then the caller's to close.
@@ -315,16 +349,16 @@ class OpenAIJudge(_OpenAIHTTP):
         base_url: str = DEFAULT_BASE_URL,
         api_key: str | None = None,
         timeout: float | None = None,
-        max_tokens: int = 1024,
+        max_tokens: int | None = None,
         temperature: float = 0.0,
-        structured: Structured = "json_object",
+        structured: Structured = "auto",
         extra_body: Mapping[str, Any] | None = None,
         client: httpx.AsyncClient | None = None,
     ) -> None:
         if structured not in _STRUCTURED:
             raise ValueError(f"structured must be one of {_STRUCTURED}, got {structured!r}")
-        if max_tokens < 1:
-            raise ValueError("max_tokens must be >= 1")
+        if max_tokens is not None and max_tokens < 1:
+            raise ValueError("max_tokens must be >= 1 (or None: each request's budget)")
         super().__init__(
             model,
             base_url=base_url,
@@ -333,7 +367,7 @@ class OpenAIJudge(_OpenAIHTTP):
             extra_body=extra_body,
             client=client,
         )
-        self.max_tokens = max_tokens
+        self.max_tokens: int | None = max_tokens
         self.temperature = temperature
         self.structured: Structured = structured
         # Set when the server refused JSON mode once, so later calls go straight to tools.
@@ -348,12 +382,19 @@ class OpenAIJudge(_OpenAIHTTP):
     async def __aenter__(self) -> OpenAIJudge:
         return self
 
+    @property
+    def dialect(self) -> Mode | None:
+        """The rung this endpoint answered on (``structured="auto"``), None until detected."""
+        return dialects.known(self.base_url, self.model)
+
     async def generate(
         self, messages: Sequence[Message], *, schema: type[BaseModel] | None = None
     ) -> JudgeReply:
         """One chat completion; with a schema, constrained as ``structured`` says."""
         if schema is None or self.structured == "none":
             return await self._complete(messages, None, mode="none")
+        if self.structured == "auto":
+            return await self._auto(messages, schema)
         if self.structured == "tool" or self._json_mode_refused:
             return await self._complete(messages, schema, mode="tool")
         try:
@@ -362,17 +403,65 @@ class OpenAIJudge(_OpenAIHTTP):
             self._json_mode_refused = True
             return await self._complete(messages, schema, mode="tool")
 
+    async def _auto(self, messages: Sequence[Message], schema: type[BaseModel]) -> JudgeReply:
+        """The request on the endpoint's remembered rung; the first call detects it.
+
+        While the rung is unknown, one call per endpoint and event loop climbs down the ladder
+        and the others wait for it (at most half their attempt timeout), then use what it
+        found. A remembered rung refused later (another server behind the URL) is detected
+        again from the rung below.
+        """
+        endpoint = dialects.endpoint(self.base_url, self.model)
+        if endpoint.mode is None:
+            engine = attempt_timeout.get()
+            async with endpoint.detecting(None if engine is None else engine / 2) as detect:
+                if detect:
+                    return await self._climb(messages, schema, LADDER)
+        mode = endpoint.mode
+        assert mode is not None
+        try:
+            return await self._complete(messages, schema, mode=mode)
+        except _ResponseFormatRefused:
+            return await self._climb(messages, schema, LADDER[LADDER.index(mode) + 1 :])
+
+    async def _climb(
+        self, messages: Sequence[Message], schema: type[BaseModel], rungs: Sequence[Mode]
+    ) -> JudgeReply:
+        """Try ``rungs`` in order; remember the first that gets a reply (the last never fails
+        for its format: it sends none)."""
+        endpoint = dialects.endpoint(self.base_url, self.model)
+        for mode in rungs:
+            try:
+                reply = await self._complete(messages, schema, mode=mode)
+            except _ResponseFormatRefused:
+                continue
+            endpoint.mode = mode
+            return reply
+        raise AssertionError("the plain rung cannot be refused")  # pragma: no cover
+
+    def _max_tokens(self) -> int:
+        """This request's budget (from the engine), capped by an explicit ``max_tokens``."""
+        spec = reply_spec.get()
+        budget = spec.max_tokens if spec is not None else None
+        if budget is None:
+            return self.max_tokens if self.max_tokens is not None else DEFAULT_MAX_TOKENS
+        return budget if self.max_tokens is None else min(budget, self.max_tokens)
+
     def _payload(
         self, messages: Sequence[Message], schema: type[BaseModel] | None, mode: str
     ) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "model": self.model,
             "messages": [dict(m) for m in messages],
-            "max_tokens": self.max_tokens,
+            "max_tokens": self._max_tokens(),
             "temperature": self.temperature,
         }
-        if schema is not None and mode == "json_object":
-            payload["response_format"] = {"type": "json_object"}
+        if schema is not None and mode in LADDER:
+            spec = reply_spec.get()
+            counts = spec.counts if spec is not None else None
+            shape = response_format(cast(Mode, mode), schema, _tool_name(schema), counts)
+            if shape is not None:
+                payload["response_format"] = shape
         elif schema is not None and mode == "tool":
             name = _tool_name(schema)
             payload["tools"] = [
@@ -395,7 +484,10 @@ class OpenAIJudge(_OpenAIHTTP):
         response = await self._post(self._payload(messages, schema, mode))
         if response.is_error:
             error = self._error_for(response)
-            if mode == "json_object" and _refuses_response_format(response, str(error)):
+            if self.structured == "auto":
+                if mode != "none" and refuses_format(response.status_code, response.text):
+                    raise _ResponseFormatRefused(str(error))
+            elif mode == "json_object" and _refuses_response_format(response, str(error)):
                 raise _ResponseFormatRefused(str(error))
             raise error
         body = self._json(response)
@@ -470,7 +562,8 @@ class OpenAIEmbedder(_OpenAIHTTP):
 
 
 class _ResponseFormatRefused(Exception):
-    """Internal: the server said no to JSON mode; switch to a forced tool call."""
+    """Internal: the server said no to this ``response_format``; take the next rung (or, with
+    ``structured="json_object"``, a forced tool call)."""
 
 
 _SCHEME_HINT = "--base-url must start with http:// or https://"

@@ -16,7 +16,8 @@ It exists because the failure modes users hit in other frameworks all live at th
   scheme, a host that does not resolve; a connection refused twice) is not retried, and after
   ``stop_after`` identical failures with no reply in between the engine's `Breaker` trips: later
   calls return ``Failure(cancelled, "not sent: judge: 401 Unauthorized on 5/5 calls — ...")``
-  at once, and the runner starts no further samples.
+  at once, and the runner starts no further samples. ``stop_after`` replies in a row that fail
+  their task's format trip it too (`ragbridge.core.reply_format`: a judge too weak to follow it).
 * **Structured output, checked against the request.** The reply is validated against a pydantic
   schema (fenced JSON and prose around the object are tolerated), then against the request by
   the caller's `Validator` (one verdict per claim, cited contexts that exist). A reply that fails
@@ -47,6 +48,7 @@ from pydantic import BaseModel, ValidationError
 
 from .cache import CachedReply, cache_key, canonical_json
 from .cache_backend import CacheBackend
+from .error_text import describe_error
 from .judge import (
     ConnectionRefused,
     Embedder,
@@ -63,6 +65,7 @@ from .judge import (
     classify_error,
 )
 from .limits import Breaker, Outcome, Slots
+from .reply_format import FormatWatch, ReplyBreaker, reply_spec, spec_of
 from .results import Failure, FailureKind, Usage
 
 __all__ = [
@@ -382,7 +385,7 @@ class JudgeEngine:
     slots: Slots | None = None
     stop_after: int = 5
     stats: _Stats = field(default_factory=_Stats, init=False)
-    breaker: Breaker = field(init=False)
+    breaker: ReplyBreaker = field(init=False)
 
     def __post_init__(self) -> None:
         if self.max_concurrency < 1:
@@ -394,7 +397,9 @@ class JudgeEngine:
         self._rng = random.Random(self.seed)
         if self.slots is None:
             self.slots = Slots(self.max_concurrency)
-        self.breaker = Breaker("judge", self.stop_after)
+        self.breaker = ReplyBreaker("judge", self.stop_after)
+        # Replies that never fit their format trip the same breaker (`ragbridge.core.reply_format`).
+        self._format = FormatWatch(self.stop_after, str(getattr(self.judge, "model", "judge")))
         # Identical requests in flight at once, by cache key: the second waits for the first.
         self._in_flight: dict[str, asyncio.Future[JudgeCall[Any]]] = {}
 
@@ -530,11 +535,13 @@ class JudgeEngine:
             self.stats.refused += 1
             return JudgeCall(None, _refusal(refusal), Usage())
         outcome, cause, hint = Outcome.NEUTRAL, None, None
+        spec = reply_spec.set(spec_of(validate))  # the reply's budget, for adapters that use it
         try:
             call, outcome, cause, hint = await self._resolve(
                 messages, schema, validate, template_id
             )
         finally:
+            reply_spec.reset(spec)
             self.breaker.settle(outcome, cause, hint)
         if call.value is not None and self.cache is not None and key is not None:
             assert call.text is not None
@@ -572,6 +579,7 @@ class JudgeEngine:
         repaired = False
         refused_once = False
         replied = Outcome.NEUTRAL
+        request = object()  # this request, for the format breaker's count
         while True:
             if self.breaker.tripped and usage.calls:
                 stopped = _refusal(self.breaker.line, "not retried")
@@ -609,7 +617,7 @@ class JudgeEngine:
                 return JudgeCall(None, failure, usage), outcome, cause, hint
             except Exception as exc:  # an adapter bug must not kill the run
                 usage += Usage(calls=1)
-                message = f"{type(exc).__name__}: {exc}"
+                message = describe_error(exc, f"asking the judge {self.model}")
                 failure = self._failed(FailureKind.JUDGE_ERROR, message)
                 return JudgeCall(None, failure, usage), replied, None, None
             replied = Outcome.REPLIED
@@ -631,6 +639,9 @@ class JudgeEngine:
                     problem = _check(validate, value)
                     if problem is not None:
                         value, misfit = None, True
+                tripped = self._format.note(template_id, request, problem)
+                if tripped is not None:
+                    self.breaker.trip_format(tripped)  # this request stops at the loop's top
             if value is not None:
                 text = value.model_dump_json() if reply.parsed is not None else reply.text
                 return JudgeCall(value, None, usage, text), replied, None, None
@@ -870,7 +881,8 @@ class EmbeddingEngine:
                 if error is None:  # unknown: an adapter bug, or a cause we cannot tell
                     failure = Failure(
                         kind=FailureKind.JUDGE_ERROR,
-                        message=f"embedding failed: {type(exc).__name__}: {exc}",
+                        message="embedding failed: "
+                        + describe_error(exc, f"embedding {len(batch)} texts"),
                     )
                     return failure, replied, None, None
             else:

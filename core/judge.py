@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from .error_text import describe_error
 from .results import Usage
 
 __all__ = [
@@ -229,7 +230,7 @@ def classify_error(exc: BaseException) -> JudgeError | None:
     chain = _chain(exc)
     names = {cls.__name__.lower() for e in chain for cls in type(e).__mro__}
     text = " | ".join(f"{type(e).__name__}: {e}" for e in chain).lower()
-    message = f"{type(exc).__name__}: {exc}"
+    message = describe_error(exc, "calling the provider")
     status = _status_of(exc)
     if status is None and (
         any(n in {"unsupportedprotocol", "invalidurl"} for n in names)

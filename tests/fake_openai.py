@@ -24,6 +24,13 @@ route follows a script of modes, one per request, the last repeating (`FakeOpenA
                fit the prompt (`ragbridge.core.testing.wrong_reply`: one verdict too many, a
                context number that does not exist); embeddings one vector short
 
+``formats`` makes the chat route speak one server's dialect of ``response_format``: the kinds
+it accepts among ``json_schema`` (OpenAI's strict form), ``json_object_schema`` (llama-cpp-
+python's ``{"type": "json_object", "schema": ...}``) and ``json_object`` (JSON mode); a request
+asking for another is refused before its mode is taken, with ``refuse="llamacpp"`` as
+llama-cpp-python's server does (HTTP 500, a pydantic validation error in the body) or with
+``refuse="400"`` (a 400 naming ``response_format``). None (the default) accepts anything.
+
 Use it as a context manager or through a fixture::
 
     with FakeOpenAI() as server:
@@ -39,7 +46,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -50,7 +57,7 @@ import pytest
 from ragbridge.core.judge import Message
 from ragbridge.core.testing import HashEmbedder, minimal_reply, wrong_reply
 
-__all__ = ["MODES", "FakeOpenAI", "Request", "fake_openai", "free_port"]
+__all__ = ["MODES", "FakeOpenAI", "Request", "fake_openai", "free_port", "response_format_kind"]
 
 MODES = (
     "ok",
@@ -109,8 +116,14 @@ class FakeOpenAI:
         retry_after: float = 1.0,
         hang_seconds: float = 60.0,
         delay: float = 0.0,
+        formats: Collection[str] | None = None,
+        refuse: str = "llamacpp",
     ) -> None:
         self.answer = answer
+        self.formats = None if formats is None else frozenset(formats)
+        self.refuse = refuse
+        self.refused: list[dict[str, Any]] = []
+        """Bodies of chat requests refused for their ``response_format`` (see ``formats``)."""
         self.delay = delay
         """Seconds every request waits before it is answered, like a real endpoint's latency."""
         self.in_flight = 0
@@ -187,6 +200,13 @@ class FakeOpenAI:
             self.requests.append(Request(route, mode, body, headers, time.monotonic()))
         return mode
 
+    def _refuses(self, body: dict[str, Any]) -> bool:
+        """Does this dialect refuse the request's ``response_format``?"""
+        if self.formats is None:
+            return False
+        kind = response_format_kind(body)
+        return kind is not None and kind not in self.formats
+
     def _hang(self) -> None:
         self._release.wait(self.hang_seconds)
 
@@ -233,6 +253,30 @@ class FakeOpenAI:
         }
 
 
+def response_format_kind(body: dict[str, Any]) -> str | None:
+    """``json_schema``, ``json_object_schema``, ``json_object`` (or another ``type``) for the
+    request's ``response_format``; None when it has none."""
+    shape = body.get("response_format")
+    if not isinstance(shape, dict):
+        return None
+    kind = str(shape.get("type"))
+    return "json_object_schema" if kind == "json_object" and "schema" in shape else kind
+
+
+def _format_refusal(style: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """The error a server of this ``style`` answers a response format it does not take with."""
+    kind = str(body["response_format"].get("type"))
+    if style == "llamacpp":  # its route's 500 for the pydantic error of the request (0.3.x)
+        message = (
+            "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
+            f"'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': '{kind}', "
+            "'ctx': {'expected': \"'text' or 'json_object'\"}}"
+        )
+        return 500, _error_body(message, "internal_server_error", None)
+    message = f"Invalid parameter: 'response_format' of type '{kind}' is not supported."
+    return 400, _error_body(message, "invalid_request_error", None)
+
+
 def _error_body(message: str, kind: str, code: str | None) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
@@ -256,6 +300,11 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 body = {}
             headers = {k.lower(): v for k, v in self.headers.items()}
+            if route == "chat" and server._refuses(body):
+                with server._lock:
+                    server.refused.append(body)
+                self._send(*_format_refusal(server.refuse, body))
+                return
             mode = server._take(route, body, headers)
             with server._lock:
                 server.in_flight += 1

@@ -27,12 +27,14 @@ import httpx
 from fake_openai import FakeOpenAI, free_port
 
 from ragbridge.adapters.openai import (
+    DEFAULT_MAX_TOKENS,
     DEFAULT_TIMEOUT,
     INSTALL_HINT,
     KEY_HINT,
     OpenAIEmbedder,
     OpenAIJudge,
 )
+from ragbridge.adapters.openai_dialect import forget_dialects
 from ragbridge.core import Embedder, Judge, JudgeEngine, Sample, evaluate
 from ragbridge.core.engine import EmbeddingEngine, EmbeddingFailed, JudgeCall
 from ragbridge.core.judge import (
@@ -47,6 +49,7 @@ from ragbridge.core.judge import (
 )
 from ragbridge.core.metrics import Correctness
 from ragbridge.core.prompts.faithfulness import FAITHFULNESS_VERIFY, ClaimVerdicts
+from ragbridge.core.prompts.graders import GRADER_CORRECTNESS
 from ragbridge.core.results import FailureKind, Usage
 
 KEY = "sk-test-SECRET-0123456789abcdef"
@@ -121,6 +124,15 @@ def error(status: int, message: str, headers: dict[str, str] | None = None) -> h
     return httpx.Response(status, json=body, headers=headers)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_dialects() -> Any:
+    """Every test here talks to its own scripted server behind the same URL: none inherits the
+    dialect (``structured="auto"``) a previous test's server answered on."""
+    forget_dialects()
+    yield
+    forget_dialects()
+
+
 def judge_for(server: FakeServer, **kw: Any) -> OpenAIJudge:
     return OpenAIJudge("gpt-test", base_url=BASE, api_key=KEY, client=server.client(), **kw)
 
@@ -171,7 +183,7 @@ def test_import_without_httpx_names_the_extra() -> None:
 
 def test_json_mode_request_body_and_headers() -> None:
     server = FakeServer(chat('{"reason": "it is", "ok": true}'))
-    judge = judge_for(server, max_tokens=256, temperature=0.2)
+    judge = judge_for(server, max_tokens=256, temperature=0.2, structured="json_object")
     assert isinstance(judge, Judge)
     reply = asyncio.run(judge.generate(MESSAGES, schema=Verdict))
 
@@ -249,7 +261,7 @@ def test_tool_fallback_after_response_format_is_refused() -> None:
         error(400, "response_format is not supported by this model"),
         chat(tool_args='{"reason": "by tool", "ok": true}'),
     )
-    judge = judge_for(server)
+    judge = judge_for(server, structured="json_object")
     reply = asyncio.run(judge.generate(MESSAGES, schema=Verdict))
 
     first, second = server.bodies
@@ -602,7 +614,11 @@ def test_evaluate_end_to_end_with_correctness() -> None:
     assert scores["s1"].usage.prompt_tokens == 100
     assert len(server.requests) == 2
     for body in server.bodies:
-        assert body["response_format"] == {"type": "json_object"}
+        # the server took the first rung: OpenAI's strict JSON schema, closed
+        assert body["response_format"]["type"] == "json_schema"
+        assert body["response_format"]["json_schema"]["strict"] is True
+        assert body["response_format"]["json_schema"]["schema"]["additionalProperties"] is False
+        assert body["max_tokens"] == GRADER_CORRECTNESS.reply_budget() < DEFAULT_MAX_TOKENS
         assert body["model"] == "gpt-test"
 
 
@@ -638,10 +654,10 @@ async def _wait_until_up(client: httpx.AsyncClient, url: str, seconds: float = 1
     reason="set RAGBRIDGE_LLAMACPP_URL to a llama.cpp server's /v1 URL (tox -e llamacpp does)",
 )
 def test_llamacpp_server_end_to_end() -> None:
-    """The adapter against a real OpenAI-compatible server: JSON mode, a forced tool call, usage,
-    and `evaluate` with a real metric. Gemma 3 270M is a base model that grades at chance, so
-    this checks the plumbing (every cell scored or a parse failure, never a judge error), not
-    the grades."""
+    """The adapter against a real OpenAI-compatible server: a forced tool call, the detected
+    dialect of constrained replies with its budget, usage, and `evaluate` with a real metric.
+    Gemma 3 270M is a base model that grades at chance, so this checks the plumbing (every cell
+    scored or a parse failure, never a judge error), not the grades."""
     assert LLAMACPP_URL is not None
     url = LLAMACPP_URL.rstrip("/")
 
@@ -659,16 +675,26 @@ def test_llamacpp_server_end_to_end() -> None:
             assert reply.usage.prompt_tokens > 0
             assert reply.usage.completion_tokens > 0
 
-            json_mode = OpenAIJudge("gemma3-270m", base_url=url, max_tokens=96, client=client)
-            engine = JudgeEngine(json_mode, timeout=180.0, max_retries=1)
+            # The default, structured="auto": llama-cpp-python's server answers OpenAI's
+            # json_schema with an HTTP 500 and takes the schema as a grammar with json_object.
+            auto = OpenAIJudge("gemma3-270m", base_url=url, client=client)
+            engine = JudgeEngine(auto, timeout=180.0, max_retries=1)
+            values = {"claims": ["The sky is blue."], "contexts": ["The sky is blue by day."]}
             call = await engine.ask(
-                [{"role": "user", "content": 'Reply with the JSON object {"ok": true}.'}],
-                Flag,
-                template_id="llamacpp.smoke",
-                template_version="1",
+                FAITHFULNESS_VERIFY.render(**values),
+                ClaimVerdicts,
+                template_id=FAITHFULNESS_VERIFY.id,
+                template_version=FAITHFULNESS_VERIFY.version,
+                validate=FAITHFULNESS_VERIFY.checker(**values),
             )
+            assert auto.dialect == "json_object_schema"
+            assert engine.stats.retries == 0  # the 500 was a dialect, not a fault
+            # The grammar makes the reply parse, with one verdict per claim; a context number
+            # out of range can still fail the request's check.
             assert call.ok or (call.failure and call.failure.kind == FailureKind.PARSE_ERROR)
-            assert call.usage.prompt_tokens > 0
+            budget = FAITHFULNESS_VERIFY.reply_budget(**values)
+            assert budget is not None
+            assert 0 < call.usage.completion_tokens <= budget * engine.stats.calls
 
     asyncio.run(run())
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from . import register
 from .base import Facts, PromptTemplate, Reply
+from .budget import SENTENCE, restating
 
 __all__ = ["ANSWER_ANALYZE", "AnswerAnalysis"]
 
@@ -68,5 +69,7 @@ question); [] if none.
 - "noncommittal": true if it dodges the question (does not know, talks around it).""",
         schema=AnswerAnalysis,
         extra_check=_questions_given,
+        # the claims restate the answer; 3 questions and the flag come on top
+        budget=restating("answer", extra=3 * SENTENCE),
     )
 )

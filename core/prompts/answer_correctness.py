@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from . import register
 from .base import PromptTemplate, Reply
+from .budget import restating, summed
 
 __all__ = ["ANSWER_CORRECTNESS_CLASSIFY", "ClaimClassification"]
 
@@ -47,5 +48,7 @@ Sort the facts:
 - "fn": reference facts no claim covers (one short standalone sentence each).
 Every claim goes in exactly one of "tp" and "fp".""",
         schema=ClaimClassification,
+        # tp and fp copy the claims; fn restates what the reference says and no claim covers
+        budget=summed(restating("claims"), restating("reference")),
     )
 )

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ..judge import Message
+from .budget import Budget
 from .compact_schema import schema_instruction
 
 __all__ = [
@@ -130,6 +131,9 @@ class PromptTemplate:
     schema: type[BaseModel]
     description: str = ""
     extra_check: ExtraCheck | None = field(default=None, compare=False, repr=False)
+    budget: Budget | None = field(default=None, compare=False, repr=False)
+    """Completion tokens a reply to one request may need (`ragbridge.core.prompts.budget`);
+    None: the judge's own default. Not part of what the judge sees, so not in `fingerprint`."""
 
     def render(self, **values: Any) -> list[Message]:
         fields = {k: _as_text(k, v) for k, v in values.items()}
@@ -150,8 +154,13 @@ class PromptTemplate:
         }
 
     def checker(self, **values: Any) -> ReplyCheck:
-        """The validator of one request made with these values (see `check`)."""
-        return ReplyCheck(self, self.facts(**values))
+        """The validator of one request made with these values (see `check`), carrying the
+        reply's completion budget (`reply_budget`) for the engine to pass on."""
+        return ReplyCheck(self, self.facts(**values), self.reply_budget(**values))
+
+    def reply_budget(self, **values: Any) -> int | None:
+        """Completion tokens a reply to these values may need, or None (no budget function)."""
+        return None if self.budget is None else self.budget(values)
 
     def check(self, reply: BaseModel, facts: Facts) -> str | None:
         """The first way ``reply`` fails the request described by ``facts``, or None.
@@ -204,9 +213,23 @@ class ReplyCheck:
 
     template: PromptTemplate
     facts: Facts
+    budget: int | None = None
+    """The reply's completion budget (`PromptTemplate.reply_budget`); not stored with it."""
 
     def __call__(self, reply: BaseModel) -> str | None:
         return self.template.check(reply, self.facts)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Top-level list fields of the reply that must hold exactly this many items (one per
+        ``aligned_with`` block shown), for judges that can constrain their decoding to it."""
+        counts: dict[str, int] = {}
+        for name, info in self.template.schema.model_fields.items():
+            extra = info.json_schema_extra
+            label = extra.get("aligned_with") if isinstance(extra, dict) else None
+            if isinstance(label, str) and label in self.facts:
+                counts[info.alias or name] = self.facts[label]
+        return counts
 
 
 def _aligned_problem(reply: BaseModel, facts: Facts) -> str | None:

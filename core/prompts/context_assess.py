@@ -13,6 +13,7 @@ from pydantic import Field
 
 from . import register
 from .base import PromptTemplate, Reply
+from .budget import VERDICT, per_item, restating, summed
 from .context_precision import ContextUsefulness
 from .context_recall import STATEMENT_RULES, StatementAttribution
 
@@ -45,5 +46,6 @@ $contexts
 holds facts the reference states or needs.
 2. "statements": {STATEMENT_RULES}""",
         schema=ContextAssessment,
+        budget=summed(per_item("contexts"), restating("reference", per_fact=VERDICT)),
     )
 )

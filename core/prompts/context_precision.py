@@ -22,6 +22,7 @@ from pydantic import Field
 
 from . import register
 from .base import PromptTemplate, Reply
+from .budget import per_item
 
 __all__ = [
     "CONTEXT_PRECISION_WITH_ANSWER",
@@ -71,6 +72,7 @@ reference states or that directly helps derive it; not useful: off-topic, or on 
 silent on what the reference says.
 {_RULES}""",
         schema=ContextUsefulnessVerdicts,
+        budget=per_item("contexts"),
     )
 )
 
@@ -92,5 +94,6 @@ states or relies on; not useful: off-topic, or on the subject but contributing n
 answer uses.
 {_RULES}""",
         schema=ContextUsefulnessVerdicts,
+        budget=per_item("contexts"),
     )
 )

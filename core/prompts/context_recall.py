@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from . import register
 from .base import PromptTemplate, Reply
+from .budget import VERDICT, restating
 
 __all__ = [
     "CONTEXT_RECALL_ATTRIBUTE",
@@ -61,5 +62,7 @@ $contexts
 
 "statements": {STATEMENT_RULES}""",
         schema=StatementAttributions,
+        # the reference restated as statements, each with a reason and a verdict
+        budget=restating("reference", per_fact=VERDICT),
     )
 )

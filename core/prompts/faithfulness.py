@@ -19,6 +19,7 @@ from pydantic import Field
 from . import register
 from .answer_analyze import ANSWER_ANALYZE, AnswerAnalysis
 from .base import PromptTemplate, Reply
+from .budget import per_item
 
 __all__ = [
     "ANSWER_ANALYZE",
@@ -59,5 +60,6 @@ Per claim, in order: "reason" (one sentence) first, then "verdict": "supported" 
 state or directly imply it, "contradicted" if they contradict it, else \
 "unsupported" (even if true); "context": the deciding context's number, or null.""",
         schema=ClaimVerdicts,
+        budget=per_item("claims"),
     )
 )

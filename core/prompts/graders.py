@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from . import register
 from .base import PromptTemplate, Reply
+from .budget import flat
 
 __all__ = [
     "GRADER_CORRECTNESS",
@@ -51,6 +52,7 @@ states agrees with the reference; it may add information the reference lacks if 
 conflicts with it. Facts matter, not wording; any conflict makes it incorrect.
 {_STEPS}""",
         schema=GraderVerdict,
+        budget=flat(3),
     )
 )
 
@@ -70,6 +72,7 @@ that subject, and would let the asker move forward. Evading, answering a differe
 mostly padding is not helpful. Do not judge factual accuracy here.
 {_STEPS}""",
         schema=GraderVerdict,
+        budget=flat(3),
     )
 )
 
@@ -92,6 +95,7 @@ follows from, the contexts. One fact they do not back, or contradict, makes it u
 if the fact is true.
 {_STEPS}""",
         schema=GraderVerdict,
+        budget=flat(3),
     )
 )
 
@@ -111,5 +115,6 @@ meaning connected to what it asks; they need not answer it completely. They are 
 when about something unrelated.
 {_STEPS}""",
         schema=GraderVerdict,
+        budget=flat(3),
     )
 )
