@@ -72,6 +72,7 @@ from ragbridge.core.judge import (
     attempt_timeout,
     classify_error,
 )
+from ragbridge.core.partitions import readable_url
 from ragbridge.core.reply_format import reply_spec
 from ragbridge.core.results import Usage
 
@@ -146,6 +147,8 @@ class _OpenAIHTTP:
             raise ValueError(f"timeout must be > 0 seconds (or None), got {timeout!r}")
         self.model: str = model
         self.base_url: str = _checked_base_url(base_url)
+        # what messages show of it: no password, no ?api-key= (a URL may carry credentials)
+        self._shown_url: str = readable_url(self.base_url) or self.base_url
         self.timeout: float | None = timeout
         self.extra_body: dict[str, Any] = dict(extra_body or {})
         # Kept private and out of repr; an empty key (local servers) sends no Authorization.
@@ -157,7 +160,7 @@ class _OpenAIHTTP:
         )
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self._shown_url!r})"
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -183,6 +186,8 @@ class _OpenAIHTTP:
         """``text`` with the API key blanked out: servers sometimes quote a rejected key."""
         if self._api_key:
             text = text.replace(self._api_key, _REDACTED)
+        if self._shown_url != self.base_url:
+            text = text.replace(self.base_url, self._shown_url)
         return text
 
     def _headers(self) -> dict[str, str]:
@@ -222,7 +227,7 @@ class _OpenAIHTTP:
             raise JudgeTimeout(
                 f"{self.model}: {message}",
                 cause=f"no reply within {seconds:g} s",
-                hint=f"is the server at {self.base_url} overloaded or hung? "
+                hint=f"is the server at {self._shown_url} overloaded or hung? "
                 "A slow model needs a longer --timeout",
             ) from None
         except httpx.TransportError as exc:  # connect/read/protocol errors: the server's side
@@ -232,8 +237,8 @@ class _OpenAIHTTP:
             if isinstance(known, ConnectionRefused):
                 raise ConnectionRefused(
                     message,
-                    cause=f"connection refused at {self.base_url}",
-                    hint=f"is the server at {self.base_url} running?",
+                    cause=f"connection refused at {self._shown_url}",
+                    hint=f"is the server at {self._shown_url} running?",
                 ) from None
             if isinstance(known, ProviderUnusable):
                 if known.cause and "resolve" in known.cause:
@@ -245,7 +250,7 @@ class _OpenAIHTTP:
             raise ServerError(
                 message,
                 cause=f"connection failed ({type(exc).__name__})",
-                hint=f"the connection to {self.base_url} keeps failing",
+                hint=f"the connection to {self._shown_url} keeps failing",
             ) from None
 
     def _error_for(self, response: httpx.Response) -> JudgeError:
@@ -277,7 +282,9 @@ class _OpenAIHTTP:
             )
         if status >= 500:
             return ServerError(
-                detail, cause=f"HTTP {status}", hint=f"the server at {self.base_url} keeps failing"
+                detail,
+                cause=f"HTTP {status}",
+                hint=f"the server at {self._shown_url} keeps failing",
             )
         if status == 401:
             return ProviderUnusable(detail, cause="401 Unauthorized", hint=KEY_HINT)
@@ -296,7 +303,7 @@ class _OpenAIHTTP:
                 )
             return ProviderUnusable(
                 detail,
-                cause=f"404 Not Found at {self.base_url}{self._path}",
+                cause=f"404 Not Found at {self._shown_url}{self._path}",
                 hint="check --base-url (it usually ends in /v1)",
             )
         return PermanentJudgeError(detail)
@@ -375,7 +382,7 @@ class OpenAIJudge(_OpenAIHTTP):
 
     def __repr__(self) -> str:
         return (
-            f"OpenAIJudge(model={self.model!r}, base_url={self.base_url!r}, "
+            f"OpenAIJudge(model={self.model!r}, base_url={self._shown_url!r}, "
             f"structured={self.structured!r})"
         )
 

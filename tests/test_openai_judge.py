@@ -916,6 +916,19 @@ def test_connection_refused_is_retried_once_then_stops_with_the_url() -> None:
     assert embed_engine.breaker.tripped
 
 
+def test_a_password_in_the_base_url_stays_out_of_every_message() -> None:
+    """A base_url may carry credentials (``//user:secret@host``): the breaker line, the
+    failure and the judge's repr show it masked (before, the password was printed)."""
+    port = free_port()
+    url = f"http://amy:hunter2@127.0.0.1:{port}/v1"
+    judge = OpenAIJudge("m", base_url=url, api_key="k")
+    call, engine, _ = _verify(judge, stop_after=1)
+    assert call.failure is not None
+    shown = [engine.breaker.line or "", call.failure.message, repr(judge)]
+    assert all("hunter2" not in text for text in shown), shown
+    assert f"http://amy:***@127.0.0.1:{port}/v1" in engine.breaker.line
+
+
 @pytest.mark.parametrize("url", ["127.0.0.1:8000/v1", "localhost:8000/v1", "ftp://host/v1"])
 def test_a_base_url_without_http_scheme_is_refused_at_once(url: str) -> None:
     for cls in (OpenAIJudge, OpenAIEmbedder):
