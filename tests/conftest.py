@@ -310,3 +310,19 @@ TREC_DATA = DATA / "trec_eval"
 @pytest.fixture
 def trec_data() -> Path:
     return TREC_DATA
+
+
+@pytest.fixture(autouse=True)
+def _no_remembered_reply_dialect() -> None:
+    """Each test starts with no reply format remembered for any endpoint.
+
+    `OpenAIJudge` remembers per base URL and model which ``response_format`` the server took.
+    Fake servers on a reused loopback port can speak another dialect than an earlier test's,
+    so a memory carried across tests would make the suite's outcome depend on its order.
+    Imported only when a test already loaded the adapter (no import cost elsewhere).
+    """
+    import sys
+
+    module = sys.modules.get("ragbridge.adapters.openai_dialect")
+    if module is not None:
+        module.forget_dialects()
