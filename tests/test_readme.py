@@ -75,6 +75,11 @@ class Block:
     section: str
     fragment: str | None  # the reason given by a fragment marker, or None
 
+    @property
+    def lines(self) -> tuple[str, ...]:
+        """The block's lines, without the fences (what an output block shows)."""
+        return tuple(self.code.splitlines())
+
 
 def read_blocks(text: str) -> list[Block]:
     """Every fenced block of ``text`` with its language, section and fragment marker."""

@@ -53,17 +53,17 @@ from typing import Any
 import pytest
 
 from ragbridge.adapters.cli.main import main
+from tests.test_readme import Block, read_blocks  # one reader of the README's fenced blocks
 
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-WALKTHROUGH = "## The eval set's life"
+WALKTHROUGH = "The eval set's life"
 NEEDS = ("langchain_core", "llama_index", "langsmith", "ragas", "deepeval", "tokenizers")
 FROM_ROOT = ("adapters", "tests")
 """What the commands run "from the repository root" read; linked into the temporary folder."""
 
-FENCE = re.compile(r"^```(?P<lang>[\w-]*)\s*$")
 VARIABLE = {
     "history": (
         (re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d"), "<time>"),
@@ -71,14 +71,6 @@ VARIABLE = {
     ),
 }
 """Per command, what differs from run to run and is masked in both texts before comparing."""
-
-
-@dataclass(frozen=True)
-class Block:
-    line: int  # 1-based line of the opening fence
-    lang: str
-    section: str  # the ``## `` heading above it
-    lines: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -104,26 +96,6 @@ class Step:
 
 def readme() -> str:
     return README.read_text(encoding="utf-8")
-
-
-def read_blocks(text: str) -> list[Block]:
-    blocks: list[Block] = []
-    lines = text.splitlines()
-    section = ""
-    i = 0
-    while i < len(lines):
-        if lines[i].startswith("## "):
-            section = lines[i]
-        opening = FENCE.match(lines[i])
-        if opening is None:
-            i += 1
-            continue
-        end = i + 1
-        while end < len(lines) and lines[end].rstrip() != "```":
-            end += 1
-        blocks.append(Block(i + 1, opening["lang"], section, tuple(lines[i + 1 : end])))
-        i = end + 1
-    return blocks
 
 
 def output_blocks() -> list[Block]:
