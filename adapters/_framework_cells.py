@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ragbridge.core.results import Failure, FailureKind, Score, Usage
+from ragbridge.core.results.evaluation import Failure, FailureKind, Score, Usage
 from ragbridge.core.sample import Sample
 
 __all__ = ["INPUTS", "missing", "raised"]

@@ -6,10 +6,10 @@ HTML file with its CSS and script inline; it makes no network request. Answers a
 browser's ``localStorage`` under the form's id (a digest of its tasks, `form_id`), so closing
 the tab or reloading loses nothing, and the Save button hands the answers over as a downloaded
 ``labels-<annotator>.jsonl`` built in the page (a Blob URL). Each line of that file is one
-`ragbridge.core.labels.HumanLabel`, read back by ``ragbridge annotate import``.
+`ragbridge.core.labels.human.HumanLabel`, read back by ``ragbridge annotate import``.
 
 Every task shows the question, the numbered retrieved contexts, the answer and the reference,
-then the four questions of `ragbridge.core.labels.QUESTIONS` (relevance, accuracy and
+then the four questions of `ragbridge.core.labels.human.QUESTIONS` (relevance, accuracy and
 helpfulness 1–5 as radio buttons; grounded yes/partly/no) and a comment box. The form is plain
 HTML controls with a ``<fieldset>``/``<legend>`` per question and a ``<label>`` per control, so a
 keyboard (Tab between questions, arrow keys within one) and a screen reader work without help.
@@ -35,9 +35,9 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ragbridge.core.annotation import AnnotationTask, form_id
 from ragbridge.core.files import write_text_atomic
-from ragbridge.core.labels import QUESTIONS
+from ragbridge.core.labels.annotation import AnnotationTask, form_id
+from ragbridge.core.labels.human import QUESTIONS
 
 __all__ = ["FORM_QUESTIONS", "STORAGE_PREFIX", "render_form", "write_form"]
 
@@ -67,7 +67,7 @@ FORM_QUESTIONS: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
 if tuple(FORM_QUESTIONS) != tuple(QUESTIONS) or any(
     tuple(value for value, _ in FORM_QUESTIONS[q][1]) != QUESTIONS[q].scale for q in QUESTIONS
 ):  # pragma: no cover - a guard for whoever edits one list and not the other
-    raise RuntimeError("FORM_QUESTIONS no longer matches ragbridge.core.labels.QUESTIONS")
+    raise RuntimeError("FORM_QUESTIONS no longer matches ragbridge.core.labels.human.QUESTIONS")
 
 _INTEGER_QUESTIONS = [q for q in QUESTIONS if QUESTIONS[q].scale[0].isdigit()]
 

@@ -7,8 +7,8 @@ when what cannot be compared is said out loud. A comparison is "run every provid
 measures on the same samples with the same judge": each framework's implementation is a
 provider in the registry (`ragbridge.adapters.ragas_provider`,
 `ragbridge.adapters.deepeval_provider`), which is where running RAGAS or DeepEval on one sample
-lives; `ragbridge.core.crosscheck` does the statistics. This module plans the columns, runs the
-cells and turns them into one ragbridge `Evaluation` per column.
+lives; `ragbridge.core.results.crosscheck` does the statistics. This module plans the columns, runs
+the cells and turns them into one ragbridge `Evaluation` per column.
 
 **Frameworks and labels.** ``"ragbridge"`` (the measures' default providers),
 ``"ragbridge:offline"`` (the ``offline`` providers), ``"ragas"`` and ``"deepeval"``. Asking for
@@ -64,12 +64,12 @@ from ragbridge.adapters.ragas_provider import (
     ragas_non_llm_score,
     ragas_score,
 )
-from ragbridge.core.cache_backend import CacheBackend
-from ragbridge.core.crosscheck import CrossComparison, Skipped, compare_frameworks
-from ragbridge.core.engine import EmbeddingEngine, JudgeEngine
-from ragbridge.core.results import Evaluation, FailureKind, Score, Usage
-from ragbridge.core.runner import build_engines, run_sync
+from ragbridge.core.cache.backend import CacheBackend
+from ragbridge.core.judging.engine import EmbeddingEngine, JudgeEngine
+from ragbridge.core.results.crosscheck import CrossComparison, Skipped, compare_frameworks
+from ragbridge.core.results.evaluation import Evaluation, FailureKind, Score, Usage
 from ragbridge.core.sample import Sample
+from ragbridge.core.scoring.runner import build_engines, run_sync
 from ragbridge.core.settings import Settings, SettingsOptions
 
 quiet_frameworks()  # before RAGAS or DeepEval is imported below
@@ -347,7 +347,7 @@ def _check_measures(measures: Sequence[str] | None) -> list[str]:
 
 
 def _default_embeddings(cache: CacheBackend | None) -> EmbeddingEngine:
-    from ragbridge.core.runner import default_embedder
+    from ragbridge.core.scoring.runner import default_embedder
 
     return EmbeddingEngine(default_embedder(), cache=cache)
 
@@ -507,7 +507,7 @@ class _Plan:
     # -- ragbridge
 
     def _ragbridge_jobs(self) -> list[Callable[[], Awaitable[list[_Cell]]]]:
-        from ragbridge.core.scoring import Scorer
+        from ragbridge.core.scoring.scorer import Scorer
 
         groups: list[tuple[str, Any, list[str]]] = []
         if self.ragbridge_llm:

@@ -88,13 +88,13 @@ from pydantic import BaseModel, ValidationError
 from typing_extensions import Unpack
 
 from ragbridge.adapters._frameworks import quiet_frameworks
-from ragbridge.core.engine import JudgeEngine, cost_of
-from ragbridge.core.judge import Judge, Message
+from ragbridge.core.judging.engine import JudgeEngine, cost_of
+from ragbridge.core.judging.judge import Judge, Message
 from ragbridge.core.metrics.base import Metric
-from ragbridge.core.results import Failure, FailureKind, Score, Usage
-from ragbridge.core.runner import build_engines, default_embedder, resolve_metrics, run_sync
+from ragbridge.core.results.evaluation import Failure, FailureKind, Score, Usage
 from ragbridge.core.sample import Sample
-from ragbridge.core.scoring import Scorer, explain
+from ragbridge.core.scoring.runner import build_engines, default_embedder, resolve_metrics, run_sync
+from ragbridge.core.scoring.scorer import Scorer, explain
 from ragbridge.core.settings import Settings, SettingsOptions
 
 INSTALL_HINT = 'pip install "ragbridge[deepeval]"'

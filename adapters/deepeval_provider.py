@@ -20,10 +20,10 @@ import math
 from typing import Any
 
 from ragbridge.adapters._framework_cells import INPUTS, missing, raised
-from ragbridge.core.engine import JudgeEngine
+from ragbridge.core.judging.engine import JudgeEngine
 from ragbridge.core.metrics.base import Metric, MetricContext
 from ragbridge.core.registry import ProviderSpec, Registry
-from ragbridge.core.results import FailureKind, Score
+from ragbridge.core.results.evaluation import FailureKind, Score
 from ragbridge.core.sample import Sample
 
 __all__ = ["deepeval_score", "register"]

@@ -2,8 +2,8 @@
 
 Registered under the ``ragbridge.models`` entry point, so ``Settings(judge=ChatOpenAI(...))``,
 ``evaluators([...], judge=FakeListChatModel(...))`` or ``RagbridgeEvaluator(..., llm=MockLLM())``
-work as written (`ragbridge.core.framework_models`). An object is recognised by the modules of
-its classes (``type(obj).__mro__``), never by importing a framework: importing this module
+work as written (`ragbridge.core.judging.framework_models`). An object is recognised by the modules
+of its classes (``type(obj).__mro__``), never by importing a framework: importing this module
 imports none, and each wrapper's adapter is imported only for an object of its framework, which
 is therefore installed.
 
@@ -26,8 +26,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from ragbridge.core import framework_models
-from ragbridge.core.judge import JudgeReply, Message
+from ragbridge.core.judging import framework_models
+from ragbridge.core.judging.judge import JudgeReply, Message
 
 __all__ = ["DeepEvalModelEmbedder", "DeepEvalModelJudge", "as_embedder", "as_judge", "wrap"]
 

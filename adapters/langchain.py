@@ -47,7 +47,7 @@ from uuid import UUID, uuid4
 from pydantic import BaseModel
 from typing_extensions import Unpack
 
-from ragbridge.core.judge import (
+from ragbridge.core.judging.judge import (
     JudgeReply,
     Message,
     classify_error,
@@ -60,9 +60,9 @@ from ragbridge.core.monitoring.shadow import (
     busy_ms,
     shadow_scorer,
 )
-from ragbridge.core.results import Usage
+from ragbridge.core.results.evaluation import Usage
 from ragbridge.core.sample import Context, Sample
-from ragbridge.core.scoring import Scorer
+from ragbridge.core.scoring.scorer import Scorer
 
 if TYPE_CHECKING:
     from ragbridge.core.testset.documents import SourceDocument

@@ -64,7 +64,7 @@ from typing import Any
 from ragbridge.adapters._frameworks import quiet_frameworks
 from ragbridge.adapters._hub import disable_hub, quiet_model_loading
 from ragbridge.adapters._hub import installed as _installed
-from ragbridge.core.judge import Entailment
+from ragbridge.core.judging.judge import Entailment
 
 quiet_frameworks()  # before transformers is imported (lazily, on the first load)
 

@@ -16,8 +16,8 @@ Why it is built this way:
   fallback of a server that refuses ``response_format`` with a 400; tool arguments that do not
   validate are handed back as text with ``parsed=None``, so the engine's repair quotes them.
 * **A completion budget per request, as ``max_tokens``.** The engine passes each request's
-  budget (`ragbridge.core.reply_format.reply_spec`, sized by its prompt template from what the
-  reply lists); an explicit ``max_tokens`` is a ceiling on it, and 1024 applies when a request
+  budget (`ragbridge.core.judging.reply_format.reply_spec`, sized by its prompt template from what
+  the reply lists); an explicit ``max_tokens`` is a ceiling on it, and 1024 applies when a request
   has none. A weak model that never closes its JSON then stops at its budget instead of at the
   context limit, long past the timeout. ``max_tokens``, not ``max_completion_tokens``:
   llama.cpp ignores the newer name.
@@ -58,8 +58,8 @@ from ragbridge.adapters.openai_dialect import (
     refuses_format,
     response_format,
 )
-from ragbridge.core.error_text import describe_error
-from ragbridge.core.judge import (
+from ragbridge.core.judging.error_text import describe_error
+from ragbridge.core.judging.judge import (
     ConnectionRefused,
     JudgeError,
     JudgeReply,
@@ -72,9 +72,9 @@ from ragbridge.core.judge import (
     attempt_timeout,
     classify_error,
 )
-from ragbridge.core.partitions import readable_url
-from ragbridge.core.reply_format import reply_spec
-from ragbridge.core.results import Usage
+from ragbridge.core.judging.reply_format import reply_spec
+from ragbridge.core.results.evaluation import Usage
+from ragbridge.core.scoring.partitions import readable_url
 
 INSTALL_HINT = 'pip install "ragbridge[openai]"'
 """What to run when the ``openai`` extra is missing."""
@@ -199,9 +199,10 @@ class _OpenAIHTTP:
     def _request_timeout(self) -> float:
         """Seconds for this request: the engine's attempt timeout when one is running it.
 
-        ``timeout=None`` (the default) follows the engine (`ragbridge.core.judge.attempt_timeout`),
-        so ``Settings(timeout=2)`` or ``--timeout 2`` bounds a hung server at 2 s per attempt;
-        an explicit ``timeout`` is a ceiling; outside an engine it is `DEFAULT_TIMEOUT`.
+        ``timeout=None`` (the default) follows the engine
+        (`ragbridge.core.judging.judge.attempt_timeout`), so ``Settings(timeout=2)`` or ``--timeout
+        2`` bounds a hung server at 2 s per attempt; an explicit ``timeout`` is a ceiling; outside
+        an engine it is `DEFAULT_TIMEOUT`.
         """
         engine = attempt_timeout.get()
         if self.timeout is None:

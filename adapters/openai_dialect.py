@@ -23,8 +23,8 @@ detection, not one per call in flight.
 The schema sent is the reply model's JSON Schema made self-contained (``$ref`` inlined) and, for
 strict mode, closed: every object lists all its properties as required and allows no others, as
 OpenAI's strict mode demands (`strict_schema`). Where the request fixes a list's length (one
-verdict per claim: `ragbridge.core.reply_format.ReplySpec.counts`), the grammar rung also gets
-``minItems``/``maxItems``, which llama.cpp's grammar honours; the strict rung does not, since
+verdict per claim: `ragbridge.core.judging.reply_format.ReplySpec.counts`), the grammar rung also
+gets ``minItems``/``maxItems``, which llama.cpp's grammar honours; the strict rung does not, since
 OpenAI's strict subset may refuse length keywords.
 """
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from ragbridge.core.metrics.base import Metric
-    from ragbridge.core.results import Score
+    from ragbridge.core.results.evaluation import Score
     from ragbridge.core.sample import Sample
     from ragbridge.core.settings import Settings, SettingsOptions
 
@@ -68,7 +68,7 @@ def assert_rag(
     """
     __tracebackhide__ = True
     from ragbridge.adapters.cli.metric_names import JudgeOnlyError, choose_without_judge
-    from ragbridge.core.scoring import Scorer
+    from ragbridge.core.scoring.scorer import Scorer
     from ragbridge.core.settings import Settings
 
     config = Settings.of(settings, options)
@@ -120,7 +120,7 @@ def _message(
     missed: list[str],
     note: str | None = None,
 ) -> str:
-    from ragbridge.core.scoring import explain
+    from ragbridge.core.scoring.scorer import explain
 
     lines = [f"sample {sample.id!r}: {len(missed)} of {len(wanted)} RAG thresholds missed"]
     if note:

@@ -104,9 +104,9 @@ from ragbridge.adapters.ragas_rows import (  # the rows need no RAGAS: see that 
     ragas_extras,
     to_ragas_jsonl,
 )
-from ragbridge.core.cache import Cache, open_cache
-from ragbridge.core.engine import EmbeddingEngine, JudgeCall, JudgeEngine
-from ragbridge.core.judge import (
+from ragbridge.core.cache.disk import Cache, open_cache
+from ragbridge.core.judging.engine import EmbeddingEngine, JudgeCall, JudgeEngine
+from ragbridge.core.judging.judge import (
     Embedder,
     Judge,
     JudgeReply,
@@ -117,10 +117,10 @@ from ragbridge.core.judge import (
     classify_error,
 )
 from ragbridge.core.metrics.base import Metric
-from ragbridge.core.results import Evaluation, Failure, FailureKind, Score, Usage
-from ragbridge.core.runner import build_engines, resolve_metrics, run_sync
+from ragbridge.core.results.evaluation import Evaluation, Failure, FailureKind, Score, Usage
 from ragbridge.core.sample import Sample
-from ragbridge.core.scoring import Scorer, fingerprint
+from ragbridge.core.scoring.runner import build_engines, resolve_metrics, run_sync
+from ragbridge.core.scoring.scorer import Scorer, fingerprint
 from ragbridge.core.settings import Settings, SettingsOptions
 
 INSTALL_HINT = 'pip install "ragbridge[ragas]"'

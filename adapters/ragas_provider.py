@@ -41,10 +41,10 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from ragbridge.adapters._framework_cells import INPUTS, missing, raised
-from ragbridge.core.engine import EmbeddingEngine, JudgeEngine
+from ragbridge.core.judging.engine import EmbeddingEngine, JudgeEngine
 from ragbridge.core.metrics.base import Metric, MetricContext
 from ragbridge.core.registry import ProviderSpec, Registry
-from ragbridge.core.results import Failure, FailureKind, Score
+from ragbridge.core.results.evaluation import Failure, FailureKind, Score
 from ragbridge.core.sample import Sample
 
 __all__ = [

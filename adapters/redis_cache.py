@@ -1,19 +1,20 @@
 """A judge cache on a Redis server, so the workers of a cluster pay each judge call once.
 
-The SQLite cache (`ragbridge.core.cache.Cache`) is one file on one machine; workers on other
+The SQLite cache (`ragbridge.core.cache.disk.Cache`) is one file on one machine; workers on other
 machines cannot share it. `RedisCache` keeps the same entries on a Redis server instead, behind
-the same protocol (`ragbridge.core.cache_backend.CacheBackend`), so a run on a Dask cluster, or
+the same protocol (`ragbridge.core.cache.backend.CacheBackend`), so a run on a Dask cluster, or
 several CI jobs, share one cache. ``--cache redis://host:6379/0`` (or ``rediss://`` for TLS)
-selects it; `ragbridge.core.cache.open_cache` finds this module through the ``ragbridge.caches``
-entry points, so the core never imports redis-py.
+selects it; `ragbridge.core.cache.disk.open_cache` finds this module through the
+``ragbridge.caches`` entry points, so the core never imports redis-py.
 
-**Same answers as SQLite.** Keys are the same content addresses (`ragbridge.core.cache.cache_key`
-for replies, `ragbridge.core.cache.text_hash` for embedded texts, the result-cache keys for kept
-Scores). Embeddings are stored as the very bytes the SQLite file holds (little-endian float32,
-`ragbridge.core.cache.encode_vectors`, with its checks: a NaN, an infinity or a misaligned batch
-raises ValueError and writes nothing) and read back by the same `decode_vector`, so a hit is
-bit-identical whichever backend answers it. Reply metadata (model, template id and version,
-facts as `ragbridge.core.cache.facts_json` gives them) is kept next to the reply text.
+**Same answers as SQLite.** Keys are the same content addresses
+(`ragbridge.core.cache.disk.cache_key` for replies, `ragbridge.core.cache.disk.text_hash` for
+embedded texts, the result-cache keys for kept Scores). Embeddings are stored as the very bytes the
+SQLite file holds (little-endian float32, `ragbridge.core.cache.disk.encode_vectors`, with its
+checks: a NaN, an infinity or a misaligned batch raises ValueError and writes nothing) and read
+back by the same `decode_vector`, so a hit is bit-identical whichever backend answers it. Reply
+metadata (model, template id and version, facts as `ragbridge.core.cache.disk.facts_json` gives
+them) is kept next to the reply text.
 
 **Layout.** Every key starts ``PREFIX:1:`` (``PREFIX`` is ``ragbridge`` unless ``?prefix=NAME``
 or ``prefix=`` says otherwise; ``1`` is `REDIS_FORMAT_VERSION`), so several teams or projects
@@ -41,7 +42,7 @@ read). A single server (or a primary) is expected: Redis Cluster would refuse mu
 ``cache redis://127.0.0.1:6390/0: cannot connect (Connection refused); is redis-server
 running?``. A Redis error later in a run raises `RedisCacheError` (an OSError) with the same kind
 of line; nothing wrong is ever returned. A run does not die of it: its cache is guarded
-(`ragbridge.core.cache_guard.CacheGuard`), so the first such error turns the cache off for the
+(`ragbridge.core.cache.guard.CacheGuard`), so the first such error turns the cache off for the
 rest of the run, which goes on uncached and ends with that line as a warning, saying what was
 not kept.
 
@@ -63,7 +64,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import numpy as np
 import numpy.typing as npt
 
-from ragbridge.core.cache import (
+from ragbridge.core.cache.backend import redact_url
+from ragbridge.core.cache.disk import (
     CachedReply,
     CacheStats,
     decode_vector,
@@ -71,7 +73,6 @@ from ragbridge.core.cache import (
     facts_json,
     text_hash,
 )
-from ragbridge.core.cache_backend import redact_url
 
 if TYPE_CHECKING:
     from redis.typing import EncodableT

@@ -44,7 +44,7 @@ from ragbridge.adapters._hub import disable_hub, quiet_model_loading
 from ragbridge.adapters._hub import installed as _installed
 from ragbridge.core.metrics.base import Metric, MetricContext
 from ragbridge.core.registry import MeasureSpec, ProviderSpec, Registry
-from ragbridge.core.results import Score
+from ragbridge.core.results.evaluation import Score
 from ragbridge.core.sample import Sample
 
 quiet_frameworks()  # before transformers is imported (lazily, by BERTScore)

@@ -102,8 +102,8 @@ def _run_both(
     workers: tuple[int, ...], label: str, floor: float | None,
 ) -> None:  # fmt: skip
     from ragbridge.adapters.dask import evaluate as cluster_evaluate
-    from ragbridge.core.runner import evaluate
     from ragbridge.core.sample import load_samples
+    from ragbridge.core.scoring.runner import evaluate
 
     start = time.perf_counter()
     local = evaluate(load_samples(data), metrics, **local_kwargs)

@@ -43,10 +43,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from ragbridge.core import Context, Sample, Settings, evaluate
-from ragbridge.core.cache import Cache
-from ragbridge.core.judge import JudgeReply, Message
-from ragbridge.core.results import Usage
-from ragbridge.core.tally import Tally
+from ragbridge.core.cache.disk import Cache
+from ragbridge.core.judging.judge import JudgeReply, Message
+from ragbridge.core.results.evaluation import Usage
+from ragbridge.core.results.tally import Tally
 from ragbridge.core.testing import HashEmbedder, block_counts, minimal_reply, task_of
 
 METRICS = ("faithfulness", "answer_relevance", "context_precision", "context_recall")

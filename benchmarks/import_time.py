@@ -34,7 +34,7 @@ CASES = {
     "from ragbridge.core import Sample": "from ragbridge.core import Sample",
     "all core modules": (
         "import ragbridge.core as c\nfor n in c.__all__: getattr(c, n)\n"
-        "import ragbridge.core.retrieval, ragbridge.core.stats"
+        "import ragbridge.core.retrieval, ragbridge.core.results.stats"
     ),
     "main(['--help']) of the CLI": (
         "import contextlib, io\nfrom ragbridge.adapters.cli import main\n"

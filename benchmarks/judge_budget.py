@@ -51,8 +51,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from ragbridge.core import Context, JudgeEngine, Sample, estimate, evaluate
-from ragbridge.core.judge import JudgeReply, JudgeTimeout, Message, RateLimited
-from ragbridge.core.results import Usage
+from ragbridge.core.judging.judge import JudgeReply, JudgeTimeout, Message, RateLimited
+from ragbridge.core.results.evaluation import Usage
 from ragbridge.core.testing import CountingJudge, HashEmbedder, minimal_instance, task_of
 
 SKIP_RAGAS = "skipped: install ragbridge[ragas]"

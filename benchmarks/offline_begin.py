@@ -11,7 +11,7 @@ response the answer. A turn is grounded when its human label is "Fully attributa
 Prints, for ``faithfulness:offline`` (all-MiniLM-L6-v2 via `LocalEmbedder`): the AUROC of the
 value against the label, the balanced accuracy of the default verdict (faithful above 0.5), and
 the same for the turns whose response holds a number (digits or a number word), where the
-number and unit folding of `ragbridge.core.quantities` can matter. Cells that failed (a bare
+number and unit folding of `ragbridge.core.text.quantities` can matter. Cells that failed (a bare
 "yes", an abstention) count as 0.5 and are counted.
 """
 
@@ -28,7 +28,7 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from ragbridge.core import Context, Sample, evaluate
-from ragbridge.core.stats import auroc
+from ragbridge.core.results.stats import auroc
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared/data/begin_wow_dev/begin_dev_wow.tsv"
 NUMERIC = re.compile(

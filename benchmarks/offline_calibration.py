@@ -39,7 +39,7 @@ from ragbridge.core import Context, Sample, evaluate
 from ragbridge.core.metrics import Faithfulness
 from ragbridge.core.metrics.offline import DEFAULT_SIMILARITY
 from ragbridge.core.metrics.offline.matching import DEFAULT_COVERAGE
-from ragbridge.core.stats import auroc
+from ragbridge.core.results.stats import auroc
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared/data/faithbench_dev/faithbench.jsonl"
 DETECTORS = {

@@ -44,8 +44,8 @@ from ragbridge.core import Sample, evaluate
 from ragbridge.core.metrics.offline.answer_relevance import RELEVANCE_FEATURES, RELEVANCE_MODEL
 from ragbridge.core.metrics.offline.faithfulness import SHORT_ANSWER_MODEL, short_answer_features
 from ragbridge.core.metrics.offline.matching import TermIndex
-from ragbridge.core.stats import auroc
-from ragbridge.core.text import sentences
+from ragbridge.core.results.stats import auroc
+from ragbridge.core.text.words import sentences
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "short_answer_dev"
 KINDS = ("right_answer", "hallucinated_answer_one_turn", "hallucinated_answer_multi_turn")

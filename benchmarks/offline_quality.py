@@ -39,8 +39,8 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from ragbridge.core import Context, Sample, evaluate
-from ragbridge.core.stats import auroc
-from ragbridge.core.text import content_words
+from ragbridge.core.results.stats import auroc
+from ragbridge.core.text.words import content_words
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "short_answer_dev"
 STYLES = ("hallucinated_answer_one_turn", "hallucinated_answer_multi_turn")

@@ -30,7 +30,7 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from ragbridge.core import Context, Sample, evaluate
-from ragbridge.core.text import sentences
+from ragbridge.core.text.words import sentences
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared/data/faithbench_dev/faithbench.jsonl"
 

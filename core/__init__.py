@@ -7,21 +7,22 @@ for pydantic and numpy only when it first touches a name that needs them.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .exports import lazy_exports
 
 if TYPE_CHECKING:
-    from .agreement import judge_agreement
-    from .cache import Cache
-    from .engine import EmbeddingEngine, JudgeEngine, Price
+    from .cache.disk import Cache
     from .heldout import split_samples
-    from .judge import Embedder, Entailment, EntailmentModel, Judge, JudgeReply
-    from .labels import HumanLabel
+    from .judging.engine import EmbeddingEngine, JudgeEngine, Price
+    from .judging.judge import Embedder, Entailment, EntailmentModel, Judge, JudgeReply
+    from .labels.agreement import judge_agreement
+    from .labels.human import HumanLabel
+    from .labels.repeatability import evaluate_repeated
     from .metrics.base import Metric, MetricContext
-    from .repeatability import evaluate_repeated
-    from .results import Evaluation, Failure, FailureKind, MetricSummary, Score, Usage
+    from .results.evaluation import Evaluation, Failure, FailureKind, MetricSummary, Score, Usage
+    from .results.stats import compare
     from .retrieval import Measure, Qrels, Run, evaluate_run, score_sample, score_samples
-    from .runner import aevaluate, estimate, evaluate
     from .sample import (
         Context,
         Sample,
@@ -32,27 +33,27 @@ if TYPE_CHECKING:
         sample_json_schema,
         save_samples,
     )
-    from .scoring import Scorer, explain
+    from .scoring.runner import aevaluate, estimate, evaluate
+    from .scoring.scorer import Scorer, explain
     from .settings import Settings
-    from .stats import compare
     from .testset import generate_testset
 
 _EXPORTS: dict[str, str] = {
-    "Cache": "cache",
-    "EmbeddingEngine": "engine",
-    "JudgeEngine": "engine",
-    "Scorer": "scoring",
+    "Cache": "cache.disk",
+    "EmbeddingEngine": "judging.engine",
+    "JudgeEngine": "judging.engine",
+    "Scorer": "scoring.scorer",
     "Settings": "settings",
-    "explain": "scoring",
-    "Price": "engine",
-    "aevaluate": "runner",
-    "estimate": "runner",
-    "evaluate": "runner",
-    "Embedder": "judge",
-    "Entailment": "judge",
-    "EntailmentModel": "judge",
-    "Judge": "judge",
-    "JudgeReply": "judge",
+    "explain": "scoring.scorer",
+    "Price": "judging.engine",
+    "aevaluate": "scoring.runner",
+    "estimate": "scoring.runner",
+    "evaluate": "scoring.runner",
+    "Embedder": "judging.judge",
+    "Entailment": "judging.judge",
+    "EntailmentModel": "judging.judge",
+    "Judge": "judging.judge",
+    "JudgeReply": "judging.judge",
     "Metric": "metrics.base",
     "MetricContext": "metrics.base",
     "Context": "sample",
@@ -63,13 +64,13 @@ _EXPORTS: dict[str, str] = {
     "load_samples": "sample",
     "sample_json_schema": "sample",
     "save_samples": "sample",
-    "Evaluation": "results",
-    "Failure": "results",
-    "FailureKind": "results",
-    "MetricSummary": "results",
-    "Score": "results",
-    "Usage": "results",
-    "compare": "stats",
+    "Evaluation": "results.evaluation",
+    "Failure": "results.evaluation",
+    "FailureKind": "results.evaluation",
+    "MetricSummary": "results.evaluation",
+    "Score": "results.evaluation",
+    "Usage": "results.evaluation",
+    "compare": "results.stats",
     "Measure": "retrieval",
     "Qrels": "retrieval",
     "Run": "retrieval",
@@ -78,9 +79,9 @@ _EXPORTS: dict[str, str] = {
     "score_samples": "retrieval",
     "generate_testset": "testset",
     "split_samples": "heldout",
-    "HumanLabel": "labels",
-    "judge_agreement": "agreement",
-    "evaluate_repeated": "repeatability",
+    "HumanLabel": "labels.human",
+    "judge_agreement": "labels.agreement",
+    "evaluate_repeated": "labels.repeatability",
 }
 
 __all__ = [
@@ -130,14 +131,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ragbridge.core' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .metrics.base import Metric, MetricContext
-    from .results import Score
+    from .results.evaluation import Score
     from .sample import Sample
 
 __all__ = [
@@ -116,7 +116,7 @@ class ProviderSpec:
     reads: frozenset[str] | None = None
     """The `Sample` fields ``compute`` reads, in the notation of `Metric.reads`; a kept Score of
     this provider is keyed on them (with the measure class's own). None: not declared, so the
-    key covers the whole sample, metadata included (`ragbridge.core.result_key`)."""
+    key covers the whole sample, metadata included (`ragbridge.core.cache.result_key`)."""
     definition: str = ""
     """This provider's own one-line definition, when it computes something other than the
     measure's ``meaning`` (RAGAS's exact match compares raw strings where the measure is

@@ -16,10 +16,10 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
-from .cache_backend import CacheBackend
-from .engine import EmbeddingEngine, JudgeEngine, Price
-from .framework_models import as_embedder, as_judge
-from .judge import Embedder, EntailmentModel, Judge
+from .cache.backend import CacheBackend
+from .judging.engine import EmbeddingEngine, JudgeEngine, Price
+from .judging.framework_models import as_embedder, as_judge
+from .judging.judge import Embedder, EntailmentModel, Judge
 
 __all__ = ["Settings", "SettingsOptions"]
 
@@ -41,7 +41,7 @@ class Settings:
       run stops early with ``evaluation.metadata["aborted"]`` naming the cause and the fix.
     * ``reuse_results`` — with a cache, keep every judged (or embedded, or NLI-scored) Score
       whole and read it back on a rerun of the same sample, metric, models and code
-      (`ragbridge.core.result_cache`); False re-scores from the cached replies instead.
+      (`ragbridge.core.cache.scores`); False re-scores from the cached replies instead.
     """
 
     judge: Judge | JudgeEngine | None = None

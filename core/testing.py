@@ -30,8 +30,8 @@ from typing import Any, Literal, Union
 
 from pydantic import BaseModel
 
-from .judge import JudgeReply, Message
-from .results import Usage
+from .judging.judge import JudgeReply, Message
+from .results.evaluation import Usage
 
 __all__ = [
     "CountingJudge",

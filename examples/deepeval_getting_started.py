@@ -44,7 +44,7 @@ from ragbridge.adapters.deepeval import (
     FaithfulnessMetric,
     HallucinationMetric,
 )
-from ragbridge.core.judge import JudgeReply, Message
+from ragbridge.core.judging.judge import JudgeReply, Message
 from ragbridge.core.testing import HashEmbedder
 
 # --------------------------------------------------------------------------- offline stand-ins

@@ -54,7 +54,7 @@ from typing import Any
 
 import pytest
 
-from ragbridge.core.judge import Message
+from ragbridge.core.judging.judge import Message
 from ragbridge.core.testing import HashEmbedder, minimal_reply, wrong_reply
 
 __all__ = ["MODES", "FakeOpenAI", "Request", "fake_openai", "free_port", "response_format_kind"]

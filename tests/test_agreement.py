@@ -1,5 +1,5 @@
-"""Judge agreement (`ragbridge.core.agreement`): statistics on hand-built cases, consensus over
-several annotators, hallucination read inverted, undefined statistics, and the input mistakes
+"""Judge agreement (`ragbridge.core.labels.agreement`): statistics on hand-built cases, consensus
+over several annotators, hallucination read inverted, undefined statistics, and the input mistakes
 that must be said out loud (ids that never match)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from ragbridge.core.agreement import (
+from ragbridge.core.labels.agreement import (
     AgreementError,
     AgreementTable,
     MetricAgreement,
@@ -21,10 +21,10 @@ from ragbridge.core.agreement import (
     judge_says_yes,
     people_agreement,
 )
-from ragbridge.core.annotation import annotator_agreement
-from ragbridge.core.labels import QUESTIONS, HumanLabel
-from ragbridge.core.results import Evaluation, Score
-from ragbridge.core.stats import cohen_kappa
+from ragbridge.core.labels.annotation import annotator_agreement
+from ragbridge.core.labels.human import QUESTIONS, HumanLabel
+from ragbridge.core.results.evaluation import Evaluation, Score
+from ragbridge.core.results.stats import cohen_kappa
 
 # Eight samples: four people call grounded, four not; the judge ranks all but one pair right.
 SCORES = [0.9, 0.8, 0.7, 0.3, 0.6, 0.2, 0.1, 0.4]

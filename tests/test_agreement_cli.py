@@ -11,9 +11,9 @@ import pytest
 
 from ragbridge.adapters.cli.main import main
 from ragbridge.adapters.report import render_report
-from ragbridge.core.agreement import judge_agreement
-from ragbridge.core.labels import HumanLabel, save_labels
-from ragbridge.core.results import Evaluation, Score
+from ragbridge.core.labels.agreement import judge_agreement
+from ragbridge.core.labels.human import HumanLabel, save_labels
+from ragbridge.core.results.evaluation import Evaluation, Score
 from ragbridge.core.sample import Context, Sample, save_samples
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

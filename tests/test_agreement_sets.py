@@ -1,4 +1,4 @@
-"""The public labelled sets as samples and labels (`ragbridge.core.labelled_sets`).
+"""The public labelled sets as samples and labels (`ragbridge.core.labels.labelled_sets`).
 
 The real files are development data kept beside the repository (``../shared/data``), never in
 it: the tests that read them skip, saying where they looked, when they are absent. The parsing
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from ragbridge.core.labelled_sets import (
+from ragbridge.core.labels.labelled_sets import (
     SUMMARIZE,
     LabelledSetError,
     load_faithbench,

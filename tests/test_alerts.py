@@ -28,7 +28,7 @@ from ragbridge.core.monitoring.alerts import (
     check,
     status_text,
 )
-from ragbridge.core.results import Evaluation, Score
+from ragbridge.core.results.evaluation import Evaluation, Score
 
 FAITH = Signal.score("faithfulness")
 

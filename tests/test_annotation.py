@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ragbridge.core.annotation import (
+from ragbridge.core.labels.annotation import (
     AnnotationError,
     AnnotationTask,
     TaskContext,
@@ -21,8 +21,8 @@ from ragbridge.core.annotation import (
     save_tasks,
     select_tasks,
 )
-from ragbridge.core.labels import HumanLabel, LabelFileError, save_labels
-from ragbridge.core.results import Evaluation, Score
+from ragbridge.core.labels.human import HumanLabel, LabelFileError, save_labels
+from ragbridge.core.results.evaluation import Evaluation, Score
 from ragbridge.core.sample import Context, Sample
 
 # -- Krippendorff's alpha: worked values from the literature and by hand ----------------------

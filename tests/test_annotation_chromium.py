@@ -20,8 +20,8 @@ import pytest
 from _chromium import SKIP_REASON, Browser, Page, find_chromium
 
 from ragbridge.adapters.cli import main
-from ragbridge.core.annotation import AnnotationTask, load_tasks
-from ragbridge.core.labels import HumanLabel, load_labels
+from ragbridge.core.labels.annotation import AnnotationTask, load_tasks
+from ragbridge.core.labels.human import HumanLabel, load_labels
 from ragbridge.core.sample import Context, Sample, save_samples
 
 CHROMIUM = find_chromium()

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from ragbridge.adapters.cli import main
-from ragbridge.core.annotation import load_tasks
-from ragbridge.core.labels import HumanLabel, load_labels, save_labels
-from ragbridge.core.results import Evaluation, Score
+from ragbridge.core.labels.annotation import load_tasks
+from ragbridge.core.labels.human import HumanLabel, load_labels, save_labels
+from ragbridge.core.results.evaluation import Evaluation, Score
 from ragbridge.core.sample import Context, Sample, save_samples
 
 

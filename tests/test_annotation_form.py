@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ragbridge.adapters.annotation_form import STORAGE_PREFIX, render_form, write_form
-from ragbridge.core.annotation import AnnotationTask, TaskContext, form_id
+from ragbridge.core.labels.annotation import AnnotationTask, TaskContext, form_id
 
 HOSTILE = "<script>document.body.setAttribute('data-pwned','1')</script>"
 

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from ragbridge.core.background import BackgroundScoring
-from ragbridge.core.judge import JudgeReply, Message
-from ragbridge.core.results import FailureKind, Score
+from ragbridge.core.judging.judge import JudgeReply, Message
+from ragbridge.core.results.evaluation import FailureKind, Score
 from ragbridge.core.sample import Context, Sample
-from ragbridge.core.scoring import Scorer
+from ragbridge.core.scoring.background import BackgroundScoring
+from ragbridge.core.scoring.scorer import Scorer
 from ragbridge.core.testing import CountingJudge
 
 

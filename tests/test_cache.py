@@ -1,4 +1,4 @@
-"""Tests of ragbridge.core.cache: key canonicalisation, durability, sharing and concurrency.
+"""Tests of ragbridge.core.cache.disk: key canonicalisation, durability, sharing and concurrency.
 
 The properties that matter to a user are that a repeated run is served entirely from the cache,
 that a killed run loses nothing already finished, and that changing a request never returns a
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragbridge.core.cache import (
+from ragbridge.core.cache.disk import (
     SCHEMA_VERSION,
     Cache,
     CachedReply,
@@ -277,7 +277,7 @@ def test_writes_survive_without_close(tmp_path: Path) -> None:
     db = tmp_path / "killed.sqlite"
     script = (
         "import os, sys\n"
-        "from ragbridge.core.cache import Cache, CachedReply\n"
+        "from ragbridge.core.cache.disk import Cache, CachedReply\n"
         "c = Cache(sys.argv[1])\n"
         "c.put_reply('done', CachedReply('finished'), model='m', template_id='t')\n"
         "c.put_embeddings('m', ['a'], [[1.0]])\n"

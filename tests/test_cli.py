@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from ragbridge.adapters.cli import main
-from ragbridge.core.results import Evaluation
-from ragbridge.core.runner import estimate
+from ragbridge.core.results.evaluation import Evaluation
 from ragbridge.core.sample import Context, Sample, load_samples, save_samples
+from ragbridge.core.scoring.runner import estimate
 
 DATA = Path(__file__).parent / "data"
 
@@ -157,7 +157,7 @@ def test_estimate_matches_the_core_estimate_and_prices_it(
     assert code == 0
     assert f"judge calls: {expected.calls} ({expected.calls_per_sample:.1f} per sample)" in out
     assert f"prompt tokens: ~{expected.prompt_tokens:,}" in out
-    from ragbridge.core.engine import Price
+    from ragbridge.core.judging.engine import Price
 
     assert f"cost: ~${expected.cost(Price(0.15, 0.6)):.4f}" in out
 

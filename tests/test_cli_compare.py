@@ -20,7 +20,7 @@ pytest.importorskip("deepeval")
 
 from ragbridge.adapters.cli import compare_command
 from ragbridge.adapters.cli.options import UserError
-from ragbridge.core.crosscheck import CrossComparison
+from ragbridge.core.results.crosscheck import CrossComparison
 from ragbridge.core.sample import Context, Sample, save_samples
 
 # The module (the package re-exports the function `main` under the same name).
@@ -243,7 +243,7 @@ def test_timeout_and_retries_shape_the_shared_judge_engine(
     data: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from ragbridge.adapters import compare
-    from ragbridge.core.engine import JudgeEngine
+    from ragbridge.core.judging.engine import JudgeEngine
 
     seen: dict[str, object] = {}
     real = compare.build_engines

@@ -200,7 +200,7 @@ def test_demo_writes_results_framework_files_and_the_report(demo: tuple[Path, st
     ]
     assert len(rows) == 42
     assert {"recall@4", "faithfulness"} <= set(rows[0]["feedback"])
-    from ragbridge.core.crosscheck import CrossComparison
+    from ragbridge.core.results.crosscheck import CrossComparison
 
     comparison = CrossComparison.from_json(out / "comparison.json")
     assert {m.measure for m in comparison.measures} >= {"id_context_recall", "rouge_l"}

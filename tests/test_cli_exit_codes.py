@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from ragbridge.adapters.cli import main
-from ragbridge.core.results import Evaluation, Failure, FailureKind, Score
+from ragbridge.core.results.evaluation import Evaluation, Failure, FailureKind, Score
 from ragbridge.core.sample import Context, Sample, save_samples
 
 
@@ -136,7 +136,7 @@ def test_a_run_stopped_early_exits_3_with_one_line_and_writes_the_files(
         [("q0", "mrr", Score(value=1.0)), ("q1", "mrr", cancelled)],
         metadata={"aborted": "judge: 401 Unauthorized on 5/5 calls — check OPENAI_API_KEY"},
     )
-    monkeypatch.setattr("ragbridge.core.runner.evaluate", _fake_evaluate(result, {}))
+    monkeypatch.setattr("ragbridge.core.scoring.runner.evaluate", _fake_evaluate(result, {}))
     data = _write(tmp_path, _samples(4))
     out_path, report = tmp_path / "r.jsonl", tmp_path / "r.html"
     code, out, err = run_cli(
@@ -158,7 +158,7 @@ def test_a_judge_that_is_always_refused_stops_the_run_with_exit_3(
     (tmp_path / "refused_judge.py").write_text(
         textwrap.dedent(
             """
-            from ragbridge.core.judge import ProviderUnusable
+            from ragbridge.core.judging.judge import ProviderUnusable
 
             class Refused:
                 model = "refused-model"
@@ -194,7 +194,7 @@ def test_run_warnings_are_printed_on_stderr_one_line_each(
         [("q0", "mrr", Score(value=0.0))],
         metadata={"warnings": ["context ids never match the labels", "second thing"]},
     )
-    monkeypatch.setattr("ragbridge.core.runner.evaluate", _fake_evaluate(result, {}))
+    monkeypatch.setattr("ragbridge.core.scoring.runner.evaluate", _fake_evaluate(result, {}))
     data = _write(tmp_path, _samples(1))
     code, _, err = run_cli(capsys, "eval", str(data), "--metrics", "mrr")
     assert code == 0
@@ -208,7 +208,8 @@ def test_timeout_and_retries_reach_evaluate_and_the_input_is_streamed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: dict[str, Any] = {}
-    monkeypatch.setattr("ragbridge.core.runner.evaluate", _fake_evaluate(Evaluation(), seen))
+    fake = _fake_evaluate(Evaluation(), seen)
+    monkeypatch.setattr("ragbridge.core.scoring.runner.evaluate", fake)
     data = _write(tmp_path, _samples(3))
     code, _, _ = run_cli(
         capsys, "eval", str(data), "--metrics", "mrr", "--timeout", "2.5", "--max-retries", "0",
@@ -243,7 +244,7 @@ def test_keyboard_interrupt_exits_130_with_one_line(
     def interrupted(*args: Any, **kwargs: Any) -> Evaluation:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("ragbridge.core.runner.evaluate", interrupted)
+    monkeypatch.setattr("ragbridge.core.scoring.runner.evaluate", interrupted)
     data = _write(tmp_path, _samples(2))
     code, _, err = run_cli(capsys, "eval", str(data), "--metrics", "mrr")
     assert code == 130

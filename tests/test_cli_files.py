@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from ragbridge.adapters.cli import main
-from ragbridge.core.results import Evaluation
+from ragbridge.core.results.evaluation import Evaluation
 from ragbridge.core.sample import Context, Sample, save_samples
 
 HANDBOOK = Path(__file__).parent.parent / "adapters" / "demo" / "data" / "handbook_questions.jsonl"
@@ -53,7 +53,7 @@ def no_scoring(monkeypatch: pytest.MonkeyPatch) -> None:
     def evaluate(*args: Any, **kwargs: Any) -> Evaluation:
         raise AssertionError("scoring started before the inputs and outputs were checked")
 
-    monkeypatch.setattr("ragbridge.core.runner.evaluate", evaluate)
+    monkeypatch.setattr("ragbridge.core.scoring.runner.evaluate", evaluate)
 
 
 def one_error_line(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
@@ -268,7 +268,7 @@ def test_a_failed_results_write_leaves_the_old_file_and_no_temp_file(
             raise OSError(28, "No space left on device")
         return real(obj, **kw)
 
-    monkeypatch.setattr("ragbridge.core.results.json.dumps", failing_dumps)
+    monkeypatch.setattr("ragbridge.core.results.evaluation.json.dumps", failing_dumps)
     code = main(["eval", str(data), "--metrics", "mrr", "--out", str(out)])
     _, err = capsys.readouterr()
     assert code == 2

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ragbridge.adapters.cli import main
-from ragbridge.core.results import Evaluation, Score
+from ragbridge.core.results.evaluation import Evaluation, Score
 
 
 def _results(path: Path, values: dict[str, list[float]], **metadata: object) -> Path:

@@ -21,7 +21,7 @@ import pytest
 from ragbridge.adapters.cli import main
 from ragbridge.adapters.cli.options import embedder_for
 from ragbridge.core.metrics import by_name
-from ragbridge.core.results import Evaluation
+from ragbridge.core.results.evaluation import Evaluation
 from ragbridge.core.sample import Context, Sample, save_samples
 from ragbridge.core.testing import HashEmbedder
 
@@ -271,7 +271,7 @@ def test_nli_names_the_model_of_the_nli_providers(
         seen.update(kwargs)
         return Evaluation()
 
-    monkeypatch.setattr("ragbridge.core.runner.evaluate", evaluate)
+    monkeypatch.setattr("ragbridge.core.scoring.runner.evaluate", evaluate)
     code, _, err = run_cli(
         capsys, "eval", str(data), "--metrics", "faithfulness:nli", "--nli", "some-nli-model"
     )

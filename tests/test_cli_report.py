@@ -11,9 +11,9 @@ from ragbridge.adapters.cli.main import main
 from ragbridge.adapters.cli.report_command import default_names
 from ragbridge.core.monitoring.records import RunRecord
 from ragbridge.core.monitoring.store import MonitorStore
-from ragbridge.core.results import Evaluation, Score
+from ragbridge.core.results.evaluation import Evaluation, Score
+from ragbridge.core.results.stats import compare
 from ragbridge.core.sample import Context, Sample, save_samples
-from ragbridge.core.stats import compare
 
 
 def _files(tmp_path: Path) -> tuple[Path, Path, Path]:

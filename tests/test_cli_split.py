@@ -11,7 +11,7 @@ import pytest
 from ragbridge.adapters.cli import main, split_command
 from ragbridge.core import heldout
 from ragbridge.core.heldout import read_lock
-from ragbridge.core.results import Evaluation
+from ragbridge.core.results.evaluation import Evaluation
 from ragbridge.core.sample import Context, Sample, load_samples, save_samples
 
 TOPICS = [
@@ -254,7 +254,7 @@ def test_eval_on_a_tampered_test_split_warns_and_scores(
 def test_eval_strict_refuses_a_tampered_split_before_scoring(
     split_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import ragbridge.core.runner as runner
+    import ragbridge.core.scoring.runner as runner
 
     scored: list[object] = []
     monkeypatch.setattr(runner, "evaluate", lambda *a, **k: scored.append(a))

@@ -27,9 +27,9 @@ from ragbridge.adapters.compare import (
     STRING_MEASURES,
     compare_frameworks_on,
 )
-from ragbridge.core.crosscheck import CrossComparison
-from ragbridge.core.judge import JudgeReply, Message, PermanentJudgeError
-from ragbridge.core.results import Evaluation, FailureKind, Usage
+from ragbridge.core.judging.judge import JudgeReply, Message, PermanentJudgeError
+from ragbridge.core.results.crosscheck import CrossComparison
+from ragbridge.core.results.evaluation import Evaluation, FailureKind, Usage
 from ragbridge.core.sample import Context, Sample
 from ragbridge.core.testing import CountingJudge, HashEmbedder, ScriptedJudge
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragbridge.core import stats
-from ragbridge.core.crosscheck import CrossComparison, Skipped, compare_frameworks
-from ragbridge.core.results import Evaluation, Score, Usage
+from ragbridge.core.results import stats
+from ragbridge.core.results.crosscheck import CrossComparison, Skipped, compare_frameworks
+from ragbridge.core.results.evaluation import Evaluation, Score, Usage
 
 
 def _evaluation(values: dict[str, float | Score], measure: str = "faithfulness") -> Evaluation:

@@ -28,10 +28,10 @@ from distributed import Client, LocalCluster
 from fake_openai import FakeOpenAI
 
 from ragbridge.adapters.dask import evaluate
-from ragbridge.core.partitions import PartStore
-from ragbridge.core.results import Evaluation
-from ragbridge.core.runner import evaluate as local_evaluate
+from ragbridge.core.results.evaluation import Evaluation
 from ragbridge.core.sample import Sample, SampleValidationError, load_samples
+from ragbridge.core.scoring.partitions import PartStore
+from ragbridge.core.scoring.runner import evaluate as local_evaluate
 from ragbridge.core.testing import CountingJudge, HashEmbedder
 
 pytest_plugins = ["redis_server"]  # redis_url: a real redis-server on 127.0.0.1 (or a skip)

@@ -30,8 +30,8 @@ from fake_openai import FakeOpenAI
 from ragbridge.adapters.dask.ledger import CallLedger
 from ragbridge.adapters.dask.run import ClusterInterrupted, _Driver
 from ragbridge.adapters.dask.worker import describe_source
-from ragbridge.core.partitions import PartStore, not_reused_reason, readable_url
-from ragbridge.core.results import Evaluation, Failure, FailureKind, Score
+from ragbridge.core.results.evaluation import Evaluation, Failure, FailureKind, Score
+from ragbridge.core.scoring.partitions import PartStore, not_reused_reason, readable_url
 
 JUDGE = "openai:gpt-fake"
 LEASES = {  # a killed worker's leases come back in 2 s, not 30

@@ -44,9 +44,9 @@ from ragbridge.adapters.deepeval import (
     to_test_case,
 )
 from ragbridge.core import Scorer
-from ragbridge.core.engine import JudgeEngine
-from ragbridge.core.judge import Message, PermanentJudgeError
-from ragbridge.core.results import FailureKind
+from ragbridge.core.judging.engine import JudgeEngine
+from ragbridge.core.judging.judge import Message, PermanentJudgeError
+from ragbridge.core.results.evaluation import FailureKind
 from ragbridge.core.sample import Context, Sample
 from ragbridge.core.testing import CountingJudge, HashEmbedder, ScriptedJudge
 

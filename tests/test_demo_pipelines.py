@@ -65,7 +65,7 @@ from ragbridge.adapters.langchain import run_pipeline  # noqa: E402
 from ragbridge.adapters.llamaindex import run_query_engine  # noqa: E402
 from ragbridge.adapters.local import LocalEmbedder  # noqa: E402
 from ragbridge.core import evaluate  # noqa: E402
-from ragbridge.core.cache import Cache  # noqa: E402
+from ragbridge.core.cache.disk import Cache  # noqa: E402
 from ragbridge.core.sample import Sample  # noqa: E402
 from ragbridge.core.testing import HashEmbedder  # noqa: E402
 

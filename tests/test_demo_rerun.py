@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from ragbridge.adapters.demo.reuse import Kept, comparison_inputs, environment_digest
-from ragbridge.core.cache import Cache
+from ragbridge.core.cache.disk import Cache
 from ragbridge.core.sample import Context, Sample
 
 DEMO_NEEDS = ("langchain_core", "llama_index", "langsmith", "ragas", "deepeval", "tokenizers")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragbridge.core.diagnosis import Quadrant, diagnose
-from ragbridge.core.results import Evaluation, Score
+from ragbridge.core.results.diagnosis import Quadrant, diagnose
+from ragbridge.core.results.evaluation import Evaluation, Score
 
 
 def _evaluation(rows: dict[str, dict[str, float | Score]]) -> Evaluation:

@@ -44,7 +44,7 @@ from ragbridge.adapters.deepeval import (
     as_deepeval_metric,
 )
 from ragbridge.core import Scorer
-from ragbridge.core.judge import Message
+from ragbridge.core.judging.judge import Message
 from ragbridge.core.settings import Settings
 from ragbridge.core.testing import CountingJudge, HashEmbedder, ScriptedJudge, minimal_instance
 

@@ -70,7 +70,7 @@ from ragbridge.adapters.ragas_provider import (  # noqa: E402
 )
 from ragbridge.core import evaluate  # noqa: E402
 from ragbridge.core.registry import REGISTRY  # noqa: E402
-from ragbridge.core.results import FailureKind  # noqa: E402
+from ragbridge.core.results.evaluation import FailureKind  # noqa: E402
 from ragbridge.core.sample import Sample  # noqa: E402
 from ragbridge.core.testing import CountingJudge, HashEmbedder  # noqa: E402
 from tests.test_dropin_deepeval import ScriptedDeepEvalModel, deepevals_own  # noqa: E402

@@ -50,9 +50,9 @@ from ragbridge.adapters.langsmith import (
     summary_evaluators,
 )
 from ragbridge.adapters.langsmith.tracing import TracedJudge
-from ragbridge.core.judge import JudgeReply, Message
+from ragbridge.core.judging.judge import JudgeReply, Message
 from ragbridge.core.sample import Context, Sample
-from ragbridge.core.scoring import Scorer
+from ragbridge.core.scoring.scorer import Scorer
 from ragbridge.core.testing import ScriptedJudge
 
 ROOT = Path(__file__).resolve().parents[1]

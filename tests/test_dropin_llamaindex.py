@@ -65,7 +65,7 @@ from ragbridge.adapters.llamaindex import (
     score_queries,
 )
 from ragbridge.core import evaluate
-from ragbridge.core.results import FailureKind
+from ragbridge.core.results.evaluation import FailureKind
 from ragbridge.core.sample import Sample
 from ragbridge.core.testing import HashEmbedder, ScriptedJudge
 

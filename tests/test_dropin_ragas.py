@@ -50,8 +50,8 @@ from ragbridge.adapters.ragas import (  # noqa: E402
     to_ragas_dataset,
 )
 from ragbridge.core import evaluate as ragbridge_evaluate  # noqa: E402
-from ragbridge.core.judge import PermanentJudgeError  # noqa: E402
-from ragbridge.core.results import FailureKind  # noqa: E402
+from ragbridge.core.judging.judge import PermanentJudgeError  # noqa: E402
+from ragbridge.core.results.evaluation import FailureKind  # noqa: E402
 from ragbridge.core.sample import Context, Sample  # noqa: E402
 from ragbridge.core.settings import Settings  # noqa: E402
 from ragbridge.core.testing import (  # noqa: E402

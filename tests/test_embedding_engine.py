@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from ragbridge.core import Context, Sample, Settings, evaluate
-from ragbridge.core.cache import Cache
-from ragbridge.core.engine import EmbeddingEngine, EmbeddingFailed
-from ragbridge.core.judge import (
+from ragbridge.core.cache.disk import Cache
+from ragbridge.core.judging.engine import EmbeddingEngine, EmbeddingFailed
+from ragbridge.core.judging.judge import (
     ConnectionRefused,
     JudgeTimeout,
     PermanentJudgeError,
@@ -25,9 +25,9 @@ from ragbridge.core.judge import (
     RateLimited,
     ServerError,
 )
-from ragbridge.core.limits import Slots
+from ragbridge.core.judging.limits import Slots
 from ragbridge.core.metrics import AnswerRelevance, Faithfulness
-from ragbridge.core.results import FailureKind
+from ragbridge.core.results.evaluation import FailureKind
 from ragbridge.core.testing import CountingJudge, HashEmbedder
 
 

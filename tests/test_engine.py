@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from ragbridge.core.cache import Cache
-from ragbridge.core.engine import (
+from ragbridge.core.cache.disk import Cache
+from ragbridge.core.judging.engine import (
     JudgeEngine,
     Price,
     cost_of,
@@ -19,8 +19,8 @@ from ragbridge.core.engine import (
     schema_instruction,
     schema_key_json,
 )
-from ragbridge.core.engine import _next_step as next_step
-from ragbridge.core.judge import (
+from ragbridge.core.judging.engine import _next_step as next_step
+from ragbridge.core.judging.judge import (
     ConnectionRefused,
     JudgeError,
     JudgeReply,
@@ -31,7 +31,7 @@ from ragbridge.core.judge import (
     ServerError,
 )
 from ragbridge.core.prompts import PromptTemplate
-from ragbridge.core.results import FailureKind, Usage
+from ragbridge.core.results.evaluation import FailureKind, Usage
 from ragbridge.core.testing import CountingJudge, ScriptedJudge
 
 
@@ -340,7 +340,7 @@ def test_one_engine_serves_many_event_loops() -> None:
 
 
 def test_classify_error_maps_provider_exceptions_by_duck_typing() -> None:
-    from ragbridge.core.judge import JudgeTimeout, classify_error
+    from ragbridge.core.judging.judge import JudgeTimeout, classify_error
 
     class Response:
         def __init__(self, status: int, headers: dict[str, str] | None = None) -> None:
@@ -500,7 +500,7 @@ def _fail_all(error: Exception, **engine: object) -> tuple[ScriptedJudge, JudgeE
 
 
 def test_identical_unusable_provider_failures_stop_the_engine_after_stop_after() -> None:
-    from ragbridge.core.judge import ProviderUnusable
+    from ragbridge.core.judging.judge import ProviderUnusable
 
     error = ProviderUnusable("HTTP 401: bad key", cause="401 Unauthorized", hint="check the key")
     judge, engine, results = _fail_all(error, max_concurrency=8, stop_after=5)
@@ -518,7 +518,7 @@ def test_identical_unusable_provider_failures_stop_the_engine_after_stop_after()
 
 
 def test_unusable_errors_are_not_retried() -> None:
-    from ragbridge.core.judge import ProviderUnusable
+    from ragbridge.core.judging.judge import ProviderUnusable
 
     judge = ScriptedJudge({"*": ProviderUnusable("404", cause="404 unknown model")})
     result = run(_ask(JudgeEngine(judge, sleep=Sleeps())))
@@ -527,7 +527,7 @@ def test_unusable_errors_are_not_retried() -> None:
 
 
 def test_a_reply_in_between_resets_the_count_and_other_causes_do_not_add_up() -> None:
-    from ragbridge.core.judge import ProviderUnusable
+    from ragbridge.core.judging.judge import ProviderUnusable
 
     def bad(cause: str) -> ProviderUnusable:
         return ProviderUnusable(cause, cause=cause)
@@ -551,7 +551,7 @@ def test_permanent_errors_of_one_request_never_stop_the_run() -> None:
 
 
 def test_a_refused_connection_is_retried_once_then_counts_as_unusable() -> None:
-    from ragbridge.core.judge import ConnectionRefused
+    from ragbridge.core.judging.judge import ConnectionRefused
 
     refused = ConnectionRefused("refused", cause="connection refused at X", hint="is X running?")
     judge, engine, _ = _fail_all(refused, stop_after=3)
@@ -587,7 +587,7 @@ def test_calls_that_time_out_on_every_attempt_count_towards_stopping() -> None:
 
 
 def test_a_tripped_breaker_stops_retries_in_progress() -> None:
-    from ragbridge.core.limits import Outcome
+    from ragbridge.core.judging.limits import Outcome
 
     engine = JudgeEngine(ScriptedJudge({"*": ServerError("503")}), stop_after=1)
 
@@ -602,7 +602,7 @@ def test_a_tripped_breaker_stops_retries_in_progress() -> None:
 
 
 def test_the_engine_tells_adapters_its_attempt_timeout() -> None:
-    from ragbridge.core.judge import attempt_timeout
+    from ragbridge.core.judging.judge import attempt_timeout
 
     seen: list[float | None] = []
 
@@ -621,7 +621,7 @@ def test_the_engine_tells_adapters_its_attempt_timeout() -> None:
 def test_classify_error_gives_unusable_providers_a_cause_and_a_hint() -> None:
     import socket
 
-    from ragbridge.core.judge import ConnectionRefused, ProviderUnusable, classify_error
+    from ragbridge.core.judging.judge import ConnectionRefused, ProviderUnusable, classify_error
 
     class Response:
         def __init__(self, status: int) -> None:
@@ -679,7 +679,7 @@ def test_classify_error_gives_unusable_providers_a_cause_and_a_hint() -> None:
 
 
 def test_calls_queued_for_a_slot_when_the_breaker_trips_are_not_sent_nor_counted() -> None:
-    from ragbridge.core.judge import ProviderUnusable
+    from ragbridge.core.judging.judge import ProviderUnusable
 
     revoked = ProviderUnusable("401", cause="401 Unauthorized")
     judge = ScriptedJudge({"*": [GOOD, revoked]}, delay=0.001)

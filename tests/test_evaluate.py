@@ -10,11 +10,11 @@ import pytest
 from pydantic import BaseModel
 
 from ragbridge.core import Context, Sample
-from ragbridge.core.cache import Cache
+from ragbridge.core.cache.disk import Cache
 from ragbridge.core.metrics.base import Metric, MetricContext, PlannedCall
 from ragbridge.core.prompts import PromptTemplate
-from ragbridge.core.results import FailureKind, Score
-from ragbridge.core.runner import aevaluate, estimate, evaluate, resolve_metrics
+from ragbridge.core.results.evaluation import FailureKind, Score
+from ragbridge.core.scoring.runner import aevaluate, estimate, evaluate, resolve_metrics
 from ragbridge.core.testing import ScriptedJudge
 
 
@@ -125,7 +125,7 @@ class HeadWaits:
         self.later_when_first_done = -1
 
     async def generate(self, messages, *, schema=None):  # type: ignore[no-untyped-def]
-        from ragbridge.core.judge import JudgeReply
+        from ragbridge.core.judging.judge import JudgeReply
 
         text = messages[-1]["content"]
         self.asked.append(text)
@@ -292,7 +292,7 @@ def test_the_scorer_takes_settings_too() -> None:
 
 def test_an_unusable_judge_stops_the_run_and_says_why() -> None:
     from ragbridge.core import Settings
-    from ragbridge.core.judge import ProviderUnusable
+    from ragbridge.core.judging.judge import ProviderUnusable
 
     error = ProviderUnusable("HTTP 401", cause="401 Unauthorized", hint="check the key")
     judge = ScriptedJudge({"test.judged": error})
@@ -360,9 +360,9 @@ def test_a_cached_rerun_of_the_four_llm_metrics_makes_no_calls_and_gives_the_sam
 
 
 def test_a_metric_that_paid_for_nothing_shares_one_zero_usage() -> None:
-    from ragbridge.core.engine import JudgeCall
+    from ragbridge.core.judging.engine import JudgeCall
     from ragbridge.core.metrics.base import usage_of
-    from ragbridge.core.results import Usage
+    from ragbridge.core.results.evaluation import Usage
 
     paid = JudgeCall(None, None, Usage(calls=1, prompt_tokens=5))
     assert usage_of(None) is usage_of(paid, owned=(False,))  # no new object per kept cell

@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel
 
 from ragbridge.core import Context, JudgeEngine, Sample, evaluate
-from ragbridge.core.judge import JudgeReply, JudgeTimeout, Message, RateLimited, ServerError
+from ragbridge.core.judging.judge import JudgeReply, JudgeTimeout, Message, RateLimited, ServerError
 from ragbridge.core.metrics import AnswerRelevance, ContextPrecision, ContextRecall, Faithfulness
 from ragbridge.core.testing import CountingJudge, HashEmbedder
 
@@ -145,7 +145,7 @@ class FlakyEmbedder:
 
 def test_embedding_faults_are_retried_like_judge_faults() -> None:
     """Before: 30% embedding faults lost 11 of 50 answer_relevance cells (no retries)."""
-    from ragbridge.core.engine import EmbeddingEngine
+    from ragbridge.core.judging.engine import EmbeddingEngine
 
     clean = _run(CountingJudge())
     flaky = FlakyEmbedder(HashEmbedder(), seed=2)

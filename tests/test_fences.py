@@ -50,7 +50,7 @@ def test_importing_all_of_core_loads_no_framework() -> None:
         "import json, sys\n"
         "import ragbridge.core as c\n"
         "for name in c.__all__: getattr(c, name)\n"
-        "import ragbridge.core.retrieval, ragbridge.core.stats, ragbridge.adapters.cli\n"
+        "import ragbridge.core.retrieval, ragbridge.core.results.stats, ragbridge.adapters.cli\n"
         "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -88,7 +88,7 @@ def _exports() -> dict[str, str]:
 
 def test_evaluate_is_the_function_even_after_its_module_is_imported() -> None:
     code = (
-        "import ragbridge.core.runner\n"
+        "import ragbridge.core.scoring.runner\n"
         "from ragbridge.core import evaluate\n"
         "import ragbridge.core as c\n"
         "print(callable(evaluate), callable(c.evaluate))"

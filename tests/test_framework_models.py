@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from ragbridge.core import Sample, evaluate
-from ragbridge.core.engine import JudgeEngine
-from ragbridge.core.judge import Judge, JudgeReply
+from ragbridge.core.judging.engine import JudgeEngine
+from ragbridge.core.judging.judge import Judge, JudgeReply
 from ragbridge.core.settings import Settings
 from ragbridge.core.testing import HashEmbedder
 
@@ -169,7 +169,7 @@ def test_an_openai_client_needs_a_model_name() -> None:
 
 def test_ragbridges_ragas_embedders_unwrap_to_their_engine() -> None:
     from ragbridge.adapters.ragas import RagasEmbedder, RagasModernEmbedder
-    from ragbridge.core.engine import EmbeddingEngine
+    from ragbridge.core.judging.engine import EmbeddingEngine
 
     engine = EmbeddingEngine(HashEmbedder())
     for wrapper in (RagasEmbedder, RagasModernEmbedder):
@@ -177,7 +177,7 @@ def test_ragbridges_ragas_embedders_unwrap_to_their_engine() -> None:
 
 
 def test_a_package_can_register_a_wrapper_for_its_own_models() -> None:
-    from ragbridge.core.framework_models import register_wrapper
+    from ragbridge.core.judging.framework_models import register_wrapper
 
     class TheirModel:  # a model of a framework ragbridge does not know
         name = "theirs"

@@ -16,7 +16,7 @@ from ragbridge.adapters.compare import compare_frameworks_on, definitions, provi
 from ragbridge.core import evaluate
 from ragbridge.core.metrics import Faithfulness, resolve
 from ragbridge.core.registry import REGISTRY
-from ragbridge.core.results import FailureKind
+from ragbridge.core.results.evaluation import FailureKind
 from ragbridge.core.sample import Sample
 from ragbridge.core.testing import CountingJudge, HashEmbedder
 from tests.test_compare import EmptyListsJudge

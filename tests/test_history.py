@@ -29,7 +29,7 @@ from ragbridge.core.monitoring.history import (
     short_ids,
     source_name,
 )
-from ragbridge.core.results import Evaluation, Score
+from ragbridge.core.results.evaluation import Evaluation, Score
 
 GIT = shutil.which("git")
 

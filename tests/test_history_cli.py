@@ -15,9 +15,9 @@ import pytest
 from ragbridge.adapters.cli import main
 from ragbridge.core.monitoring import MonitorStore
 from ragbridge.core.monitoring.history import RUN_ID_KEY, record_run
-from ragbridge.core.results import Evaluation, Score
+from ragbridge.core.results.evaluation import Evaluation, Score
+from ragbridge.core.results.tally import Tally
 from ragbridge.core.sample import Context, Sample, save_samples
-from ragbridge.core.tally import Tally
 
 
 def _samples(n: int = 6, *, labelled: bool = True) -> list[Sample]:

@@ -12,8 +12,14 @@ from pathlib import Path
 import pytest
 
 from ragbridge.core import Context, Evaluation, Sample, evaluate, score_samples
-from ragbridge.core.id_check import IdCheck, IdMatch, id_warnings, match_ids, note_id_warnings
-from ragbridge.core.results import Score
+from ragbridge.core.results.evaluation import Score
+from ragbridge.core.results.id_check import (
+    IdCheck,
+    IdMatch,
+    id_warnings,
+    match_ids,
+    note_id_warnings,
+)
 
 
 def _uuid(n: int) -> str:
@@ -212,7 +218,7 @@ def test_ragbridge_eval_prints_the_warning_and_the_report_shows_it(
 
 
 def test_a_metadata_key_names_the_fix_of_the_framework_the_contexts_came_from() -> None:
-    from ragbridge.core.id_check import id_fix
+    from ragbridge.core.results.id_check import id_fix
 
     assert "id_key='source'" in id_fix("source")
     assert "LangSmith" in id_fix("source")

@@ -49,7 +49,7 @@ from ragbridge.adapters.langchain import (
     run_pipeline,
 )
 from ragbridge.core import JudgeEngine, Sample, evaluate
-from ragbridge.core.judge import (
+from ragbridge.core.judging.judge import (
     Embedder,
     Judge,
     JudgeTimeout,

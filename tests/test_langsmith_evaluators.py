@@ -2,7 +2,7 @@
 
 Every experiment runs langsmith 0.14's own runner with `offline_client` and
 ``upload_results=False``; judges are ragbridge's `ScriptedJudge` / `CountingJudge`. Expected
-values are what `ragbridge.core.scoring.Scorer` gives on the same `Sample` directly.
+values are what `ragbridge.core.scoring.scorer.Scorer` gives on the same `Sample` directly.
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ from ragbridge.adapters.langsmith import (
     sample_from_run,
     summary_evaluators,
 )
-from ragbridge.core.judge import PermanentJudgeError
-from ragbridge.core.results import Score
+from ragbridge.core.judging.judge import PermanentJudgeError
+from ragbridge.core.results.evaluation import Score
+from ragbridge.core.results.stats import mean_ci
 from ragbridge.core.sample import Context, Sample
-from ragbridge.core.scoring import Scorer, explain
-from ragbridge.core.stats import mean_ci
+from ragbridge.core.scoring.scorer import Scorer, explain
 from ragbridge.core.testing import CountingJudge, HashEmbedder, ScriptedJudge
 
 CORPUS = {

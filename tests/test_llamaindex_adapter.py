@@ -49,8 +49,8 @@ from ragbridge.adapters.llamaindex import (
 )
 from ragbridge.adapters.llamaindex import capture as li
 from ragbridge.core import evaluate
-from ragbridge.core.engine import JudgeEngine
-from ragbridge.core.judge import (
+from ragbridge.core.judging.engine import JudgeEngine
+from ragbridge.core.judging.judge import (
     Embedder,
     Judge,
     JudgeTimeout,
@@ -58,7 +58,7 @@ from ragbridge.core.judge import (
     RateLimited,
     ServerError,
 )
-from ragbridge.core.results import FailureKind
+from ragbridge.core.results.evaluation import FailureKind
 from ragbridge.core.sample import Sample
 
 # --------------------------------------------------------------------------- fixtures

@@ -38,10 +38,10 @@ from ragbridge.adapters.llamaindex import (
 )
 from ragbridge.adapters.llamaindex import capture as li
 from ragbridge.adapters.llamaindex import evaluators as ev
-from ragbridge.core.judge import PermanentJudgeError
-from ragbridge.core.results import FailureKind
+from ragbridge.core.judging.judge import PermanentJudgeError
+from ragbridge.core.results.evaluation import FailureKind
 from ragbridge.core.sample import Context, Sample
-from ragbridge.core.scoring import Scorer
+from ragbridge.core.scoring.scorer import Scorer
 from ragbridge.core.testing import CountingJudge, ScriptedJudge
 
 # --------------------------------------------------------------------------- fixtures

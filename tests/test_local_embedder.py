@@ -42,9 +42,9 @@ from ragbridge.adapters.local import (
     LocalModelNotFoundError,
     default_backend,
 )
-from ragbridge.core.cache import Cache
-from ragbridge.core.engine import EmbeddingEngine
-from ragbridge.core.judge import Embedder
+from ragbridge.core.cache.disk import Cache
+from ragbridge.core.judging.engine import EmbeddingEngine
+from ragbridge.core.judging.judge import Embedder
 
 HAS_TORCH = all(
     importlib.util.find_spec(m) is not None

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ragbridge.core.engine import EmbeddingEngine, JudgeEngine
+from ragbridge.core.judging.engine import EmbeddingEngine, JudgeEngine
 from ragbridge.core.metrics import (
     AnswerCorrectness,
     AnswerRelevance,
@@ -18,7 +18,7 @@ from ragbridge.core.metrics import (
     Metric,
     MetricContext,
 )
-from ragbridge.core.results import FailureKind, Score
+from ragbridge.core.results.evaluation import FailureKind, Score
 from ragbridge.core.sample import Sample
 from ragbridge.core.testing import ScriptedJudge
 

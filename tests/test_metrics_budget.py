@@ -8,7 +8,7 @@ from collections.abc import Hashable
 
 import pytest
 
-from ragbridge.core.engine import EmbeddingEngine, JudgeEngine
+from ragbridge.core.judging.engine import EmbeddingEngine, JudgeEngine
 from ragbridge.core.metrics import (
     ALL_LLM_METRICS,
     AnswerRelevance,
@@ -19,7 +19,7 @@ from ragbridge.core.metrics import (
     MetricContext,
     by_name,
 )
-from ragbridge.core.results import Score
+from ragbridge.core.results.evaluation import Score
 from ragbridge.core.sample import Context, Sample
 from ragbridge.core.testing import CountingJudge, HashEmbedder
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from ragbridge.core.engine import JudgeEngine
+from ragbridge.core.judging.engine import JudgeEngine
 from ragbridge.core.metrics import ContextPrecision, ContextRecall, Metric, MetricContext
 from ragbridge.core.metrics.context_precision import average_precision
 from ragbridge.core.prompts import get
-from ragbridge.core.results import FailureKind, Score
+from ragbridge.core.results.evaluation import FailureKind, Score
 from ragbridge.core.sample import Context, Sample
 from ragbridge.core.testing import ScriptedJudge
 

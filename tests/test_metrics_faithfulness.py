@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from ragbridge.core.engine import JudgeEngine
-from ragbridge.core.judge import PermanentJudgeError
+from ragbridge.core.judging.engine import JudgeEngine
+from ragbridge.core.judging.judge import PermanentJudgeError
 from ragbridge.core.metrics import Faithfulness, Hallucination, MetricContext
 from ragbridge.core.prompts import get
-from ragbridge.core.results import FailureKind, Score
+from ragbridge.core.results.evaluation import FailureKind, Score
 from ragbridge.core.sample import Context, Sample
 from ragbridge.core.testing import ScriptedJudge
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ragbridge.core.engine import JudgeEngine
+from ragbridge.core.judging.engine import JudgeEngine
 from ragbridge.core.metrics import (
     Correctness,
     DocumentRelevance,
@@ -16,7 +16,7 @@ from ragbridge.core.metrics import (
     Metric,
     MetricContext,
 )
-from ragbridge.core.results import FailureKind, Score
+from ragbridge.core.results.evaluation import FailureKind, Score
 from ragbridge.core.sample import Sample
 from ragbridge.core.testing import ScriptedJudge
 

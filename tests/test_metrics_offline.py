@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from ragbridge.core import Context, Sample, evaluate
-from ragbridge.core.engine import EmbeddingEngine
-from ragbridge.core.judge import Entailment
+from ragbridge.core.judging.engine import EmbeddingEngine
+from ragbridge.core.judging.judge import Entailment
 from ragbridge.core.metrics import (
     AnswerRelevance,
     ContextPrecision,
@@ -33,9 +33,9 @@ from ragbridge.core.metrics.offline import (
 )
 from ragbridge.core.metrics.offline.faithfulness import SHORT_ANSWER_MODEL
 from ragbridge.core.metrics.offline.matching import DEFAULT_COVERAGE
-from ragbridge.core.results import FailureKind
+from ragbridge.core.results.evaluation import FailureKind
 from ragbridge.core.testing import HashEmbedder
-from ragbridge.core.text import abstention, normalise, salient, sentences, terms
+from ragbridge.core.text.words import abstention, normalise, salient, sentences, terms
 
 
 @dataclass
@@ -325,7 +325,7 @@ def test_offline_metrics_without_an_embedder_use_the_local_one_or_name_the_extra
 ) -> None:
     import importlib
 
-    from ragbridge.core import runner
+    from ragbridge.core.scoring import runner
 
     sample = Sample(id="s", question="q?", answer="An answer.", contexts=[Context(text="A.")])
     created: list[object] = []
@@ -623,7 +623,7 @@ def test_the_short_answer_model_is_what_the_fit_script_prints() -> None:
 
 
 def test_preambles_are_skipped_and_attribution_frames_dropped() -> None:
-    from ragbridge.core.text import is_preamble, unframed
+    from ragbridge.core.text.words import is_preamble, unframed
 
     assert is_preamble("Here is a concise summary of the passage:")
     assert is_preamble("Here's a summary of the key points.")

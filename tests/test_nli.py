@@ -20,7 +20,7 @@ import pytest
 
 from ragbridge.adapters.nli import INSTALL_HINT, NLIModel, NLIModelNotFoundError, _columns
 from ragbridge.core import Sample, evaluate
-from ragbridge.core.judge import Entailment, EntailmentModel
+from ragbridge.core.judging.judge import Entailment, EntailmentModel
 from ragbridge.core.metrics import Faithfulness, Hallucination, by_name
 
 

@@ -1,6 +1,6 @@
 """Numbers, units, dates and percentages in one written form for the offline measures (issue 28).
 
-Before `ragbridge.core.quantities`, "8,849 metres" and "8849 m" met only in the term check: the
+Before `ragbridge.core.text.quantities`, "8,849 metres" and "8849 m" met only in the term check: the
 embedding (a bag-of-words one here, `HashEmbedder`) saw no word in common, "8 849" was two
 numbers, "eight silver" no number at all, and "2021-03-14" no date. A number that differs must
 still be missing: that is how the offline check catches a counterfactual.
@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from ragbridge.core import Context, Sample, evaluate
-from ragbridge.core.quantities import canonical, lone_counts
 from ragbridge.core.testing import HashEmbedder
-from ragbridge.core.text import numbers, salient, terms
+from ragbridge.core.text.quantities import canonical, lone_counts
+from ragbridge.core.text.words import numbers, salient, terms
 
 EVEREST = "Everest's elevation is 8849 m"
 FILLER = "Everest lies in the Himalayas. Its summit is on the border of Nepal and China."

@@ -66,7 +66,7 @@ def _write(path: Path, n: int = 60) -> None:
 
 SCRIPT = """
 import json, sys
-from ragbridge.core.runner import evaluate
+from ragbridge.core.scoring.runner import evaluate
 from ragbridge.core.sample import load_samples
 from ragbridge.core.testing import HashEmbedder
 metrics = ["faithfulness:offline", "hallucination:offline", "answer_relevance:offline",

@@ -29,14 +29,14 @@ from ragbridge.adapters import deepeval as deepeval_adapter
 from ragbridge.adapters import pytest_plugin
 from ragbridge.core import Price
 from ragbridge.core.sample import Context, Sample
-from ragbridge.core.scoring import Scorer
+from ragbridge.core.scoring.scorer import Scorer
 from ragbridge.core.settings import Settings, SettingsOptions
 from ragbridge.core.testing import CountingJudge
 
 # The packages export functions named like these modules: import the modules by path.
 langsmith_evaluators = importlib.import_module("ragbridge.adapters.langsmith.evaluators")
 llamaindex_evaluators = importlib.import_module("ragbridge.adapters.llamaindex.evaluators")
-runner = importlib.import_module("ragbridge.core.runner")
+runner = importlib.import_module("ragbridge.core.scoring.runner")
 
 FIELDS = {f.name for f in fields(Settings)}
 PRICE = Price(prompt_per_million=1.0, completion_per_million=2.0)

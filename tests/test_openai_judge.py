@@ -36,8 +36,8 @@ from ragbridge.adapters.openai import (
 )
 from ragbridge.adapters.openai_dialect import forget_dialects
 from ragbridge.core import Embedder, Judge, JudgeEngine, Sample, evaluate
-from ragbridge.core.engine import EmbeddingEngine, EmbeddingFailed, JudgeCall
-from ragbridge.core.judge import (
+from ragbridge.core.judging.engine import EmbeddingEngine, EmbeddingFailed, JudgeCall
+from ragbridge.core.judging.judge import (
     ConnectionRefused,
     JudgeError,
     JudgeTimeout,
@@ -50,7 +50,7 @@ from ragbridge.core.judge import (
 from ragbridge.core.metrics import Correctness
 from ragbridge.core.prompts.faithfulness import FAITHFULNESS_VERIFY, ClaimVerdicts
 from ragbridge.core.prompts.graders import GRADER_CORRECTNESS
-from ragbridge.core.results import FailureKind, Usage
+from ragbridge.core.results.evaluation import FailureKind, Usage
 
 KEY = "sk-test-SECRET-0123456789abcdef"
 BASE = "http://fake.local/v1"

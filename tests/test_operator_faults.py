@@ -30,12 +30,12 @@ from pydantic import BaseModel
 
 from ragbridge.adapters.cli import main
 from ragbridge.core import Settings, evaluate
-from ragbridge.core.cache import Cache, CachedReply, CacheStats
-from ragbridge.core.cache_backend import CacheBackend
-from ragbridge.core.cache_guard import CacheGuard
-from ragbridge.core.error_text import describe_error
-from ragbridge.core.judge import JudgeReply, Message, ProviderUnusable
-from ragbridge.core.limits import Breaker, Outcome
+from ragbridge.core.cache.backend import CacheBackend
+from ragbridge.core.cache.disk import Cache, CachedReply, CacheStats
+from ragbridge.core.cache.guard import CacheGuard
+from ragbridge.core.judging.error_text import describe_error
+from ragbridge.core.judging.judge import JudgeReply, Message, ProviderUnusable
+from ragbridge.core.judging.limits import Breaker, Outcome
 from ragbridge.core.sample import Context, Sample, save_samples
 from ragbridge.core.testing import CountingJudge, minimal_reply
 

@@ -18,8 +18,8 @@ from typing import Any, Literal
 import pytest
 
 from ragbridge.core import prompts
-from ragbridge.core.cache import Cache
-from ragbridge.core.engine import EmbeddingEngine, JudgeEngine
+from ragbridge.core.cache.disk import Cache
+from ragbridge.core.judging.engine import EmbeddingEngine, JudgeEngine
 from ragbridge.core.metrics import MetricContext
 from ragbridge.core.prompts import PromptTemplate
 from ragbridge.core.prompts.base import Reply

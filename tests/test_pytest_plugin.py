@@ -71,7 +71,7 @@ def test_a_miss_shows_values_thresholds_reasons_and_claim_verdicts() -> None:
 
 
 def test_a_judge_failure_fails_the_assertion_with_the_failure() -> None:
-    from ragbridge.core.judge import PermanentJudgeError
+    from ragbridge.core.judging.judge import PermanentJudgeError
 
     judge = ScriptedJudge({"*": PermanentJudgeError("model not found")})
     with pytest.raises(RagAssertionError, match=r"failed \(judge_error\): model not found"):

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 from pydantic import BaseModel, Field
 
-from ragbridge.core.judge import PermanentJudgeError
-from ragbridge.core.results import FailureKind
+from ragbridge.core.judging.judge import PermanentJudgeError
+from ragbridge.core.results.evaluation import FailureKind
 from ragbridge.core.sample import Context, Sample
 from ragbridge.core.testing import (
     CountingJudge,

@@ -34,8 +34,8 @@ from ragbridge.adapters.redis_cache import (
     open_redis_cache,
 )
 from ragbridge.core import Context, Sample, Settings, evaluate
-from ragbridge.core.cache import Cache, CachedReply, facts_json, open_cache, text_hash
-from ragbridge.core.cache_backend import CacheBackend, redact_url
+from ragbridge.core.cache.backend import CacheBackend, redact_url
+from ragbridge.core.cache.disk import Cache, CachedReply, facts_json, open_cache, text_hash
 from ragbridge.core.sample import save_samples
 from ragbridge.core.testing import CountingJudge, HashEmbedder
 
@@ -482,7 +482,7 @@ def test_a_server_lost_during_a_run_is_an_error_not_a_wrong_answer() -> None:
 def test_two_processes_share_one_cache(redis_url: str) -> None:
     code = textwrap.dedent(
         f"""
-        from ragbridge.core.cache import CachedReply, open_cache
+        from ragbridge.core.cache.disk import CachedReply, open_cache
         cache = open_cache({redis_url!r})
         cache.put_reply("from-child", CachedReply("hello", 1, 1), model="m", template_id="t")
         cache.put_embeddings("m", ["child text"], [[0.1, 0.2]])

@@ -21,7 +21,7 @@ import pytest
 
 from ragbridge.adapters.cli import main as cli
 from ragbridge.core import evaluate
-from ragbridge.core.judge import Entailment
+from ragbridge.core.judging.judge import Entailment
 from ragbridge.core.metrics import Faithfulness, Metric, MetricContext, resolve
 from ragbridge.core.registry import (
     REGISTRY,
@@ -31,7 +31,7 @@ from ragbridge.core.registry import (
     UnknownMeasureError,
     register_provider,
 )
-from ragbridge.core.results import FailureKind, Score
+from ragbridge.core.results.evaluation import FailureKind, Score
 from ragbridge.core.sample import Sample
 from ragbridge.core.testing import CountingJudge, HashEmbedder
 
@@ -142,7 +142,7 @@ def test_the_text_table_has_a_line_per_pair(capsys: pytest.CaptureFixture[str]) 
 
 def test_string_measures_resolve_by_name() -> None:
     """Before the registry, ``resolve_metrics(["exact_match"])`` was an unknown measure."""
-    from ragbridge.core.runner import resolve_metrics
+    from ragbridge.core.scoring.runner import resolve_metrics
 
     assert [m.name for m in resolve_metrics(["exact_match", "token_f1", "rouge_l"])] == [
         "exact_match", "token_f1", "rouge_l",

@@ -1,5 +1,5 @@
-"""``eval --repeat N`` and `ragbridge.core.repeatability`: variance, flips, the CI over repeats,
-and the cache bypassed for runs 2..N (and only for them)."""
+"""``eval --repeat N`` and `ragbridge.core.labels.repeatability`: variance, flips, the CI over
+repeats, and the cache bypassed for runs 2..N (and only for them)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from pydantic import BaseModel
 
 from ragbridge.adapters.cli.main import main
 from ragbridge.core import Sample
-from ragbridge.core.cache import Cache
-from ragbridge.core.judge import JudgeReply, Message
-from ragbridge.core.repeatability import evaluate_repeated, repeatability
-from ragbridge.core.results import Evaluation, Failure, FailureKind, Score
+from ragbridge.core.cache.disk import Cache
+from ragbridge.core.judging.judge import JudgeReply, Message
+from ragbridge.core.labels.repeatability import evaluate_repeated, repeatability
+from ragbridge.core.results.evaluation import Evaluation, Failure, FailureKind, Score
 
 
 def _run(values: dict[str, float | None]) -> Evaluation:
@@ -125,7 +125,7 @@ def test_repeats_bypass_the_cache_and_leave_run_one_cached(tmp_path: Path) -> No
 
 
 def test_an_unusable_judge_ends_the_repetition() -> None:
-    from ragbridge.core.judge import ProviderUnusable
+    from ragbridge.core.judging.judge import ProviderUnusable
 
     class Refusing:
         model = "refusing"
@@ -164,7 +164,7 @@ JUDGE_MODULE = textwrap.dedent(
             self.seen = {}
 
         async def generate(self, messages, *, schema=None):
-            from ragbridge.core.judge import JudgeReply
+            from ragbridge.core.judging.judge import JudgeReply
 
             user = messages[-1]["content"]
             n = self.seen[user] = self.seen.get(user, 0) + 1

@@ -18,11 +18,11 @@ from ragbridge.adapters.report import (
     sample_anchor,
     write_report,
 )
-from ragbridge.core.crosscheck import Skipped, compare_frameworks
-from ragbridge.core.diagnosis import Quadrant, diagnose
-from ragbridge.core.results import Evaluation, Score, Usage
+from ragbridge.core.results.crosscheck import Skipped, compare_frameworks
+from ragbridge.core.results.diagnosis import Quadrant, diagnose
+from ragbridge.core.results.evaluation import Evaluation, Score, Usage
 from ragbridge.core.sample import Context, Sample
-from ragbridge.core.scoring import Scorer
+from ragbridge.core.scoring.scorer import Scorer
 from ragbridge.core.testing import CountingJudge
 
 HOSTILE = [

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from ragbridge.adapters.report import sample_anchor, write_report
-from ragbridge.core.crosscheck import compare_frameworks
-from ragbridge.core.results import Evaluation, Score
+from ragbridge.core.results.crosscheck import compare_frameworks
+from ragbridge.core.results.evaluation import Evaluation, Score
 from ragbridge.core.sample import Context, Sample
 
 

@@ -18,9 +18,9 @@ import pytest
 from ragbridge.adapters.report import render_report, sample_anchor
 from ragbridge.adapters.report.markup import json_for_script
 from ragbridge.core.monitoring.records import RunRecord
-from ragbridge.core.results import Evaluation, Score, Usage
+from ragbridge.core.results.evaluation import Evaluation, Score, Usage
+from ragbridge.core.results.stats import compare
 from ragbridge.core.sample import Context, Sample
-from ragbridge.core.stats import compare
 
 BREAKOUT = "</script><script>document.body.setAttribute('data-pwned','1')</script>"
 SNEAKY = [

@@ -6,7 +6,7 @@ Runs where a Chromium binary exists (Debian: ``apt-get install -y chromium``; or
 driven through the DevTools protocol (`_chromium`, standard library only) with real mouse clicks
 on the column headers, rows and links, and real typing into the search box. Every expected
 order, count and number is computed here in Python from the same evaluations (the differences
-from `ragbridge.core.stats.compare`), not read back from the page.
+from `ragbridge.core.results.stats.compare`), not read back from the page.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from _chromium import SKIP_REASON, Browser, Page, find_chromium
 
 from ragbridge.adapters.report import sample_anchor, write_report
 from ragbridge.core.monitoring.records import RunRecord
-from ragbridge.core.results import Evaluation, Score
+from ragbridge.core.results.evaluation import Evaluation, Score
+from ragbridge.core.results.stats import compare
 from ragbridge.core.sample import Context, Sample
-from ragbridge.core.stats import compare
 
 CHROMIUM = find_chromium()
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=SKIP_REASON)

@@ -15,13 +15,14 @@ from typing import Any
 
 import pytest
 
-from ragbridge.core import Context, Sample, Settings, evaluate, result_cache
-from ragbridge.core.cache import Cache
-from ragbridge.core.judge import JudgeTimeout
+from ragbridge.core import Context, Sample, Settings, evaluate
+from ragbridge.core.cache import scores as result_cache
+from ragbridge.core.cache.disk import Cache
+from ragbridge.core.judging.judge import JudgeTimeout
 from ragbridge.core.metrics import ContextPrecision, Faithfulness
 from ragbridge.core.metrics.base import Metric, MetricContext
-from ragbridge.core.results import Evaluation, Score
-from ragbridge.core.scoring import Scorer
+from ragbridge.core.results.evaluation import Evaluation, Score
+from ragbridge.core.scoring.scorer import Scorer
 from ragbridge.core.testing import CountingJudge, HashEmbedder, ScriptedJudge
 
 METRICS = ["faithfulness", "answer_relevance", "context_precision", "context_recall"]
@@ -107,7 +108,7 @@ def test_whatever_decides_a_score_is_in_the_key(tmp_path: Path, change: str, mis
         metrics.append("hallucination")
     judged: Any = judge
     if change == "judge params":
-        from ragbridge.core.engine import JudgeEngine
+        from ragbridge.core.judging.engine import JudgeEngine
 
         judged = JudgeEngine(judge, cache=Cache(db), params={"temperature": 0.5})
     config = Settings(judge=judged, embedder=HashEmbedder(), cache=db)
@@ -143,7 +144,7 @@ def test_the_digest_follows_the_source_of_a_metric_defined_elsewhere(
     module = tmp_path / "my_metric.py"
     source = """
         from ragbridge.core.metrics.base import Metric
-        from ragbridge.core.results import Score
+        from ragbridge.core.results.evaluation import Score
 
         class Mine(Metric):
             needs_judge = False
@@ -290,7 +291,7 @@ def test_a_plugins_provider_module_is_part_of_the_code_digest(
     text = textwrap.dedent(
         """
         from ragbridge.core.registry import register_provider
-        from ragbridge.core.results import Score
+        from ragbridge.core.results.evaluation import Score
 
         @register_provider("faithfulness", "mine", how="a plugin")
         async def mine(metric, sample, ctx):

@@ -26,16 +26,16 @@ from typing import Any, ClassVar
 import pytest
 
 from ragbridge.core import Context, Sample, Settings, evaluate
-from ragbridge.core.cache import Cache
-from ragbridge.core.engine import EmbeddingEngine, JudgeEngine
-from ragbridge.core.judge import Entailment, JudgeReply, Message
+from ragbridge.core.cache.disk import Cache
+from ragbridge.core.cache.result_key import CONTEXT_PARTS, FIELDS, fields_read, sample_body
+from ragbridge.core.cache.scores import ResultReuse
+from ragbridge.core.judging.engine import EmbeddingEngine, JudgeEngine
+from ragbridge.core.judging.judge import Entailment, JudgeReply, Message
 from ragbridge.core.metrics import Faithfulness, graders
 from ragbridge.core.metrics.base import Metric, MetricContext
 from ragbridge.core.registry import REGISTRY, register_provider
-from ragbridge.core.result_cache import ResultReuse
-from ragbridge.core.result_key import CONTEXT_PARTS, FIELDS, fields_read, sample_body
-from ragbridge.core.results import Evaluation, Score, Usage
-from ragbridge.core.runner import shared_tags
+from ragbridge.core.results.evaluation import Evaluation, Score, Usage
+from ragbridge.core.scoring.runner import shared_tags
 from ragbridge.core.testing import CountingJudge, HashEmbedder, block_counts, minimal_reply
 
 JUDGED = ["faithfulness", "answer_relevance", "context_precision", "context_recall"]

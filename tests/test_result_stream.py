@@ -16,11 +16,11 @@ import pytest
 
 from ragbridge.adapters.cli import main
 from ragbridge.core import Context, Evaluation, Sample, evaluate
-from ragbridge.core.engine import Price
-from ragbridge.core.result_writer import ResultWriter
-from ragbridge.core.results import Score
+from ragbridge.core.judging.engine import Price
+from ragbridge.core.results.evaluation import Score
+from ragbridge.core.results.tally import Tally
+from ragbridge.core.results.writer import ResultWriter
 from ragbridge.core.sample import save_samples
-from ragbridge.core.tally import Tally
 from ragbridge.core.testing import CountingJudge, HashEmbedder
 
 

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from ragbridge.core.results import (
+from ragbridge.core.results.evaluation import (
     Evaluation,
     EvaluationRow,
     Failure,
@@ -582,7 +582,7 @@ def test_to_jsonl_that_fails_midway_leaves_the_old_file_and_no_temp_file(
             raise OSError(28, "No space left on device")
         return real(obj, **kw)
 
-    monkeypatch.setattr("ragbridge.core.results.json.dumps", dumps)
+    monkeypatch.setattr("ragbridge.core.results.evaluation.json.dumps", dumps)
     with pytest.raises(OSError, match="No space left"):
         bigger.to_jsonl(path)
     assert path.read_bytes() == before

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from ragbridge.core import Context, Sample, score_sample, score_samples
-from ragbridge.core.results import FailureKind
+from ragbridge.core.results.evaluation import FailureKind
 
 
 def _sample(

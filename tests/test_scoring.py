@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ragbridge.core import Scorer, explain
-from ragbridge.core.results import Score
+from ragbridge.core.results.evaluation import Score
 from ragbridge.core.sample import Context, Sample
 from ragbridge.core.testing import CountingJudge, ScriptedJudge
 

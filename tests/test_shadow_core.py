@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from ragbridge.core.background import BackgroundScoring, id_fraction, sampled_by_id
 from ragbridge.core.monitoring import MonitorStore, RequestRecord, StoreSink
 from ragbridge.core.monitoring.shadow import (
     DEFAULT_STORE,
@@ -28,9 +27,10 @@ from ragbridge.core.monitoring.shadow import (
     busy_ms,
     score_cell,
 )
-from ragbridge.core.results import FailureKind, Score
+from ragbridge.core.results.evaluation import FailureKind, Score
 from ragbridge.core.sample import Context
-from ragbridge.core.scoring import Scorer
+from ragbridge.core.scoring.background import BackgroundScoring, id_fraction, sampled_by_id
+from ragbridge.core.scoring.scorer import Scorer
 from ragbridge.core.testing import CountingJudge
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,7 +114,7 @@ def test_sampling_by_id_is_deterministic_and_respects_the_rate() -> None:
 
 def test_sampling_by_id_agrees_across_processes() -> None:
     code = (
-        "from ragbridge.core.background import sampled_by_id\n"
+        "from ragbridge.core.scoring.background import sampled_by_id\n"
         "print(','.join(f'req-{i}' for i in range(10000) if sampled_by_id(f'req-{i}', 0.05)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

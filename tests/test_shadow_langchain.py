@@ -31,10 +31,10 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrough
 
 from ragbridge.adapters.langchain import ShadowRunnable, shadow
-from ragbridge.core.background import sampled_by_id
 from ragbridge.core.monitoring import MonitorStore, RequestRecord
 from ragbridge.core.monitoring.shadow import ShadowScorer
-from ragbridge.core.results import FailureKind
+from ragbridge.core.results.evaluation import FailureKind
+from ragbridge.core.scoring.background import sampled_by_id
 from ragbridge.core.testing import CountingJudge
 
 DOCS = {

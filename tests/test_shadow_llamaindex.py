@@ -29,10 +29,10 @@ from llama_index.core.tools import QueryEngineTool
 from llamaindex_fakes import HashEmbedding
 
 from ragbridge.adapters.llamaindex import ShadowQueryEngine, shadow
-from ragbridge.core.background import sampled_by_id
 from ragbridge.core.monitoring import MonitorStore, RequestRecord
 from ragbridge.core.monitoring.shadow import ShadowScorer
-from ragbridge.core.results import FailureKind
+from ragbridge.core.results.evaluation import FailureKind
+from ragbridge.core.scoring.background import sampled_by_id
 from ragbridge.core.testing import CountingJudge
 
 TOPICS = {

@@ -1,4 +1,4 @@
-"""Tests of ragbridge.core.stats against hand-computed cases and brute-force enumeration."""
+"""Tests of ragbridge.core.results.stats against hand-computed cases and brute-force enumeration."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from ragbridge.core.results import Evaluation, Score
-from ragbridge.core.stats import (
+from ragbridge.core.results.evaluation import Evaluation, Score
+from ragbridge.core.results.stats import (
     Comparison,
     MeanCI,
     auroc,

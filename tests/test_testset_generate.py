@@ -22,8 +22,8 @@ from testset_judge import (
 )
 
 from ragbridge.adapters.demo.handbook import documents
-from ragbridge.core.cache import Cache
-from ragbridge.core.engine import Price
+from ragbridge.core.cache.disk import Cache
+from ragbridge.core.judging.engine import Price
 from ragbridge.core.sample import load_samples, save_samples
 from ragbridge.core.testing import HashEmbedder, ScriptedJudge
 from ragbridge.core.testset import (

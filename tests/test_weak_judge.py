@@ -27,13 +27,13 @@ from ragbridge.adapters.cli import main
 from ragbridge.adapters.openai import DEFAULT_MAX_TOKENS, OpenAIJudge
 from ragbridge.adapters.openai_dialect import dialects, forget_dialects, strict_schema
 from ragbridge.core import JudgeEngine, Sample, evaluate
-from ragbridge.core.engine import JudgeCall
-from ragbridge.core.judge import JudgeReply, Message
+from ragbridge.core.judging.engine import JudgeCall
+from ragbridge.core.judging.judge import JudgeReply, Message
+from ragbridge.core.judging.reply_format import ReplySpec, reply_spec, spec_of
 from ragbridge.core.metrics import Faithfulness
 from ragbridge.core.prompts.answer_analyze import ANSWER_ANALYZE
 from ragbridge.core.prompts.faithfulness import FAITHFULNESS_VERIFY, ClaimVerdicts
-from ragbridge.core.reply_format import ReplySpec, reply_spec, spec_of
-from ragbridge.core.results import FailureKind
+from ragbridge.core.results.evaluation import FailureKind
 from ragbridge.core.sample import Context, save_samples
 from ragbridge.core.testing import ScriptedJudge, minimal_reply
 
@@ -275,7 +275,7 @@ def test_cli_exit_3_with_one_line_for_a_judge_whose_replies_never_fit(
     (tmp_path / "weak_judge.py").write_text(
         textwrap.dedent(
             f"""
-            from ragbridge.core.judge import JudgeReply
+            from ragbridge.core.judging.judge import JudgeReply
 
             class Weak:
                 model = "gemma"

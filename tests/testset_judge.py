@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ragbridge.core.judge import JudgeReply, Message, ProviderUnusable
+from ragbridge.core.judging.judge import JudgeReply, Message, ProviderUnusable
 from ragbridge.core.testing import ScriptedJudge
 
 __all__ = [

@@ -26,9 +26,9 @@ from pathlib import Path
 
 from testset_judge import scripted_judge
 
-from ragbridge.core.annotation import load_tasks
-from ragbridge.core.judge import Message
-from ragbridge.core.labels import HumanLabel, save_labels
+from ragbridge.core.judging.judge import Message
+from ragbridge.core.labels.annotation import load_tasks
+from ragbridge.core.labels.human import HumanLabel, save_labels
 from ragbridge.core.testing import minimal_reply, task_of
 
 _TESTSET = scripted_judge()

@@ -5,13 +5,13 @@ Two ways in, one table out:
 
 * ``ragbridge agreement results.jsonl --labels labels.jsonl``: the scores of a run
   (``ragbridge eval --out``) against the human labels of the same samples (the annotation
-  import writes them; `ragbridge.core.labels`);
+  import writes them; `ragbridge.core.labels.human`);
 * ``ragbridge agreement --dataset faithbench PATH --metrics faithfulness:offline,...``: a public
-  labelled set from the user's disk (`ragbridge.core.labelled_sets`) is scored here, with the
+  labelled set from the user's disk (`ragbridge.core.labels.labelled_sets`) is scored here, with the
   same judge/embedder/cache flags as ``eval``, then compared with its labels — what a judge is
   worth before it is trusted.
 
-The statistics are `ragbridge.core.agreement`'s. Exit codes: 0 at least one metric compared
+The statistics are `ragbridge.core.labels.agreement`'s. Exit codes: 0 at least one metric compared
 (and, with ``--dataset``, the scoring passed its failure bar), 1 nothing could be compared (every
 labelled cell failed or was skipped) or the scoring failed its bar, 2 bad input (a bad line as
 ``file:line: field``, ids that never match — naming a few from each side — unknown metrics),
@@ -42,10 +42,10 @@ from ragbridge.adapters.cli.paths import check_cache, check_distinct, check_inpu
 from ragbridge.adapters.cli.plural import plural
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds this parser without them
-    from ragbridge.core.agreement import AgreementTable, MetricAgreement
-    from ragbridge.core.labelled_sets import LabelledSet
+    from ragbridge.core.labels.agreement import AgreementTable, MetricAgreement
+    from ragbridge.core.labels.labelled_sets import LabelledSet
     from ragbridge.core.metrics.base import Metric
-    from ragbridge.core.results import Evaluation
+    from ragbridge.core.results.evaluation import Evaluation
     from ragbridge.core.sample import Sample
 
 __all__ = ["DATASET_METRICS", "register", "table_lines"]
@@ -170,9 +170,9 @@ def _check_outputs(args: argparse.Namespace, inputs: list[Path]) -> None:
 
 
 def _run_results(args: argparse.Namespace) -> int:
-    from ragbridge.core.agreement import judge_agreement
-    from ragbridge.core.labels import load_labels
-    from ragbridge.core.results import Evaluation
+    from ragbridge.core.labels.agreement import judge_agreement
+    from ragbridge.core.labels.human import load_labels
+    from ragbridge.core.results.evaluation import Evaluation
 
     results = check_input(args.results)
     labels_path = check_input(args.labels)
@@ -221,8 +221,8 @@ def _metric_keys(evaluation: Evaluation, text: str) -> list[str]:
 
 def _run_dataset(args: argparse.Namespace) -> int:
     from ragbridge.adapters.cli.outcome import report_outcome
-    from ragbridge.core.agreement import judge_agreement
-    from ragbridge.core.labelled_sets import DATASETS, load_labelled_set
+    from ragbridge.core.labels.agreement import judge_agreement
+    from ragbridge.core.labels.labelled_sets import DATASETS, load_labelled_set
 
     name, path = args.dataset
     if name not in DATASETS:
@@ -265,7 +265,7 @@ def _run_dataset(args: argparse.Namespace) -> int:
 
 def _refuse_unlabelled(metrics: Sequence[Metric], labelled: LabelledSet) -> None:
     """Refuse, before anything is paid, a metric the set's labels cannot check."""
-    from ragbridge.core.labels import question_for
+    from ragbridge.core.labels.human import question_for
 
     answered = {
         q
@@ -324,8 +324,8 @@ def _score_rounds(
 ) -> Evaluation:
     """Score every round (`_rounds`); cells are keyed ``measure:provider`` so providers of one
     measure sit side by side."""
-    from ragbridge.core.results import Evaluation
-    from ragbridge.core.runner import evaluate
+    from ragbridge.core.results.evaluation import Evaluation
+    from ragbridge.core.scoring.runner import evaluate
 
     total = len(samples) * len(rounds)
     parts: list[Evaluation] = []

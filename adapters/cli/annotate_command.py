@@ -2,7 +2,7 @@
 
 ``export DATA.jsonl [--results R] --n 50 --seed 7 --out tasks.jsonl --html form.html`` picks the
 samples (deterministic by seed; stratified by a judge score when results are given, see
-`ragbridge.core.annotation`), writes them as tasks and renders the self-contained form people
+`ragbridge.core.labels.annotation`), writes them as tasks and renders the self-contained form people
 fill in (`ragbridge.adapters.annotation_form`). Judge scores go into the tasks file, not into
 the form, unless ``--show-scores``.
 
@@ -26,7 +26,7 @@ from ragbridge.adapters.cli.paths import check_distinct, check_input, check_outp
 from ragbridge.adapters.cli.plural import noun, plural
 
 if TYPE_CHECKING:
-    from ragbridge.core.annotation import QuestionAgreement
+    from ragbridge.core.labels.annotation import QuestionAgreement
 
 
 def register(sub: Any) -> None:
@@ -83,8 +83,8 @@ def register(sub: Any) -> None:
 
 def run_export(args: argparse.Namespace) -> int:
     from ragbridge.adapters.cli.options import read_samples
-    from ragbridge.core.annotation import default_stratify_metric, save_tasks, select_tasks
-    from ragbridge.core.results import Evaluation
+    from ragbridge.core.labels.annotation import default_stratify_metric, save_tasks, select_tasks
+    from ragbridge.core.results.evaluation import Evaluation
 
     if args.n < 1:
         raise UserError(f"--n must be at least 1, got {args.n}")
@@ -153,7 +153,7 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from ragbridge.core.annotation import (
+    from ragbridge.core.labels.annotation import (
         AnnotationError,
         annotator_agreement,
         label_counts,
@@ -161,7 +161,7 @@ def run_import(args: argparse.Namespace) -> int:
         load_tasks,
         merge_labels,
     )
-    from ragbridge.core.labels import LabelFileError, save_labels
+    from ragbridge.core.labels.human import LabelFileError, save_labels
 
     tasks_path = check_input(args.tasks)
     sources = [check_input(path) for path in args.labels]

@@ -12,7 +12,7 @@ bad in three ways, and each has its prune:
 * ``--older-than DAYS`` — anything stored before a date, replies and embeddings alike.
 
 ``stats`` (the default) counts replies by model, template and version and embeddings by model,
-with their sizes, and the whole Scores kept for reruns (`ragbridge.core.result_cache`). Errors
+with their sizes, and the whole Scores kept for reruns (`ragbridge.core.cache.scores`). Errors
 are one line: a missing file, a folder, a file that is not a cache, a cache URL (``redis://``:
 these commands read SQLite files only; a networked cache is looked after by its server).
 """
@@ -33,7 +33,7 @@ from ragbridge.adapters.cli.errors import EXIT_OK, UserError
 from ragbridge.adapters.cli.plural import plural
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds this parser without them
-    from ragbridge.core.cache import Cache, ReplyRow
+    from ragbridge.core.cache.disk import Cache, ReplyRow
 
 __all__ = ["register", "run_cache"]
 
@@ -86,8 +86,8 @@ def _days(text: str) -> float:
 
 
 def run_cache(args: argparse.Namespace) -> int:
-    from ragbridge.core.cache import Cache
-    from ragbridge.core.cache_backend import is_cache_url, redact_url
+    from ragbridge.core.cache.backend import is_cache_url, redact_url
+    from ragbridge.core.cache.disk import Cache
 
     if is_cache_url(args.path):
         raise UserError(
@@ -212,8 +212,8 @@ def _prune(cache: Cache, path: Path, args: argparse.Namespace) -> int:
 
 def current_codes() -> set[str]:
     """Code digests of this ragbridge's metrics: kept results written by others are stale."""
+    from ragbridge.core.cache.scores import code_digest
     from ragbridge.core.metrics import ALL_LLM_METRICS, OFFLINE_METRICS
-    from ragbridge.core.result_cache import code_digest
 
     found = (code_digest(cls) for cls in (*ALL_LLM_METRICS, *OFFLINE_METRICS))
     return {code for code in found if code is not None}
@@ -226,7 +226,7 @@ def failed_replies(rows: Iterable[ReplyRow]) -> tuple[list[ReplyRow], int]:
     Replies to templates that are not ragbridge's (RAGAS's or DeepEval's prompts, parsed by
     their frameworks) fail only when empty.
     """
-    from ragbridge.core.engine import parse_reply
+    from ragbridge.core.judging.engine import parse_reply
     from ragbridge.core.prompts import get
     from ragbridge.core.prompts.testset import TESTSET_TEMPLATES
 

@@ -28,8 +28,8 @@ from ragbridge.adapters.cli.plural import noun, plural
 if TYPE_CHECKING:
     from ragbridge.adapters.dask import ClusterInterrupted
     from ragbridge.core.metrics.base import Metric
-    from ragbridge.core.results import Evaluation
-    from ragbridge.core.runner import OnResult
+    from ragbridge.core.results.evaluation import Evaluation
+    from ragbridge.core.scoring.runner import OnResult
 
 __all__ = ["add_cluster_options", "check_cluster", "score_on_cluster"]
 

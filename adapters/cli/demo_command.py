@@ -32,7 +32,7 @@ from ragbridge.adapters.cli.options import progress, summary_lines
 from ragbridge.adapters.cli.plural import plural
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds this parser without them
-    from ragbridge.core.results import Evaluation
+    from ragbridge.core.results.evaluation import Evaluation
     from ragbridge.core.sample import Sample
 
 RETRIEVAL = ["hit_rate@4", "recall@4", "mrr", "ndcg@4"]
@@ -78,9 +78,9 @@ def run_demo(args: argparse.Namespace) -> int:
         run_llamaindex_demo,
     )
     from ragbridge.adapters.demo.reuse import KeptIngestion
-    from ragbridge.core.cache import Cache
-    from ragbridge.core.runner import evaluate
+    from ragbridge.core.cache.disk import Cache
     from ragbridge.core.sample import save_samples
+    from ragbridge.core.scoring.runner import evaluate
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -177,7 +177,7 @@ def _framework_console() -> Iterator[None]:
 
 
 def _danger(evaluation: Evaluation) -> str:
-    from ragbridge.core.diagnosis import Quadrant, diagnose
+    from ragbridge.core.results.diagnosis import Quadrant, diagnose
 
     d = diagnose(evaluation, retrieval="recall@4", generation="faithfulness")
     risky = d.in_quadrant(Quadrant.BAD_RETRIEVAL_GOOD_ANSWER)
@@ -189,7 +189,7 @@ def _danger(evaluation: Evaluation) -> str:
 
 
 def _pipeline_comparison(evaluations: dict[str, Evaluation]) -> list[str]:
-    from ragbridge.core.stats import compare
+    from ragbridge.core.results.stats import compare
 
     a, b = "langchain", "llamaindex"
     lines = [f"{b} vs {a} (paired over the samples both scored)"]
@@ -209,7 +209,7 @@ def _framework_comparison(samples: list[Sample], embedder: Any, cache: Any) -> t
     from pydantic import ValidationError
 
     from ragbridge.adapters.demo.reuse import Kept, comparison_inputs
-    from ragbridge.core.crosscheck import CrossComparison
+    from ragbridge.core.results.crosscheck import CrossComparison
 
     kept = Kept(cache, "comparison", comparison_inputs(samples, embedder.model))
     text = kept.load()

@@ -70,14 +70,14 @@ from ragbridge.adapters.cli.paths import check_cache, check_distinct, check_inpu
 from ragbridge.adapters.cli.plural import noun, plural
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds these parsers without them
-    from ragbridge.core.judge import Embedder, EntailmentModel, Judge
+    from ragbridge.core.judging.judge import Embedder, EntailmentModel, Judge
     from ragbridge.core.metrics.base import Metric
     from ragbridge.core.monitoring import RunRecord
     from ragbridge.core.monitoring.history import RunCellWriter
-    from ragbridge.core.results import Evaluation, Score
-    from ragbridge.core.runner import OnResult
+    from ragbridge.core.results.evaluation import Evaluation, Score
+    from ragbridge.core.results.tally import Tally
     from ragbridge.core.sample import Sample
-    from ragbridge.core.tally import Tally
+    from ragbridge.core.scoring.runner import OnResult
 
 __all__ = ["DEFAULT_METRICS", "LANGSMITH_METRICS", "Plan", "finish", "prepare", "register"]
 
@@ -260,7 +260,7 @@ def score(
     reaches the results file's header. With ``--dask``, ``data`` (the file ``samples`` come
     from) is scored on the cluster instead (`cluster_command`).
     """
-    from ragbridge.core.runner import evaluate
+    from ragbridge.core.scoring.runner import evaluate
 
     if plan.note:
         console.note(plan.note)
@@ -305,7 +305,7 @@ def finish(
     that streamed them into the ``--history`` store (None there: the store could not take
     them, which ``write_problems`` says).
     """
-    from ragbridge.core.tally import Tally
+    from ragbridge.core.results.tally import Tally
 
     written, failed_writes = _write_outputs(args, evaluation, samples, command, streamed)
     if write_problems:
@@ -367,7 +367,7 @@ _NOT_CONFIG = frozenset(
 def history_config(args: argparse.Namespace) -> dict[str, Any]:
     """The settings of a run as the history keeps them: the flags that change how it scores
     (metrics, judge, embedder, cache, limits, ...), not its input and output paths."""
-    from ragbridge.core.cache_backend import redact_url
+    from ragbridge.core.cache.backend import redact_url
 
     config = {
         key: value
@@ -569,9 +569,9 @@ def _stream_into(
 ) -> int:
     import sqlite3
 
-    from ragbridge.core.result_writer import ResultWriter
+    from ragbridge.core.results.tally import Tally
+    from ragbridge.core.results.writer import ResultWriter
     from ragbridge.core.sample import load_samples
-    from ragbridge.core.tally import Tally
 
     tally = Tally()
     writer: ResultWriter | None = None
@@ -692,8 +692,8 @@ def run_langsmith(args: argparse.Namespace) -> int:
 
 
 def run_estimate(args: argparse.Namespace) -> int:
-    from ragbridge.core.engine import Price
-    from ragbridge.core.runner import estimate
+    from ragbridge.core.judging.engine import Price
+    from ragbridge.core.scoring.runner import estimate
 
     samples = read_samples(args.data)
     metrics, _ = choose_metrics(split_names(args.metrics), have_judge=True, have_nli=True)

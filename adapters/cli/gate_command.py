@@ -34,7 +34,7 @@ from ragbridge.adapters.cli.paths import check_input
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds this parser without it
     from ragbridge.core.monitoring import MonitorStore, RunRecord
-    from ragbridge.core.results import Evaluation
+    from ragbridge.core.results.evaluation import Evaluation
 
 
 def register(sub: Any) -> None:
@@ -84,7 +84,7 @@ def higher_is_better(metric: str) -> bool:
 
 
 def _load(path: str, what: str) -> Evaluation:
-    from ragbridge.core.results import Evaluation
+    from ragbridge.core.results.evaluation import Evaluation
 
     try:
         check_input(path)
@@ -205,7 +205,7 @@ def _heldout(args: argparse.Namespace, recorded: Any) -> tuple[list[str], int]:
 
 
 def run_gate(args: argparse.Namespace) -> int:
-    from ragbridge.core.stats import compare
+    from ragbridge.core.results.stats import compare
 
     if not (args.threshold or args.baseline or args.strict or args.data):
         raise UserError(

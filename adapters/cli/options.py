@@ -42,12 +42,12 @@ from ragbridge.adapters.cli.paths import check_input
 # that use them: every subcommand's parser is built from this module, and `ragbridge --help`
 # must not pay ~0.2 s of imports it never uses.
 if TYPE_CHECKING:
-    from ragbridge.core.judge import Embedder, EntailmentModel, Judge
+    from ragbridge.core.judging.judge import Embedder, EntailmentModel, Judge
     from ragbridge.core.metrics.base import Metric
-    from ragbridge.core.results import Evaluation
+    from ragbridge.core.results.evaluation import Evaluation
+    from ragbridge.core.results.tally import Tally
     from ragbridge.core.sample import Sample
     from ragbridge.core.settings import SettingsOptions
-    from ragbridge.core.tally import Tally
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -253,7 +253,7 @@ def choose_metrics(
         UnknownMetricError,
         choose_without_judge,
     )
-    from ragbridge.core.runner import resolve_metrics
+    from ragbridge.core.scoring.runner import resolve_metrics
 
     try:
         choice = choose_without_judge(names, have_judge=have_judge)

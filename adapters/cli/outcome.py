@@ -24,8 +24,8 @@ from ragbridge.adapters.cli import console
 from ragbridge.adapters.cli.errors import EXIT_ABORTED, EXIT_FAILED, EXIT_OK
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` must not load pydantic for it
-    from ragbridge.core.results import Evaluation
-    from ragbridge.core.tally import Tally
+    from ragbridge.core.results.evaluation import Evaluation
+    from ragbridge.core.results.tally import Tally
 
 __all__ = ["MetricVerdict", "cli_words", "failing_metrics", "report_outcome"]
 
@@ -74,7 +74,7 @@ def failing_metrics(
     evaluation: Evaluation | Tally, max_failed_share: float, *, label: str = ""
 ) -> list[MetricVerdict]:
     """The metrics of a run (its cells, or their `Tally`) that failed the bar, in column order."""
-    from ragbridge.core.tally import Tally
+    from ragbridge.core.results.tally import Tally
 
     tally = evaluation if isinstance(evaluation, Tally) else Tally.of(evaluation)
     out: list[MetricVerdict] = []
@@ -175,7 +175,7 @@ def report_outcome(
     ``evaluations`` is one run or several labelled ones (``compare``: one per framework).
     ``tally`` stands for the cells of a single run that streamed them instead of keeping them.
     """
-    from ragbridge.core.results import Evaluation
+    from ragbridge.core.results.evaluation import Evaluation
 
     runs = {"": evaluations} if isinstance(evaluations, Evaluation) else dict(evaluations)
     for evaluation in runs.values():

@@ -73,7 +73,7 @@ def check_cache(path: str, *, inputs: Iterable[Path] = ()) -> Path | str:
     A URL (``SCHEME://...``) is returned as is when a ``ragbridge.caches`` entry point serves
     its scheme; nothing connects here (the run does, and says so in one line if it cannot).
     """
-    from ragbridge.core.cache_backend import is_cache_url  # not at import: it loads numpy
+    from ragbridge.core.cache.backend import is_cache_url  # not at import: it loads numpy
 
     if is_cache_url(path):
         check_cache_url(path)
@@ -95,7 +95,7 @@ def check_cache(path: str, *, inputs: Iterable[Path] = ()) -> Path | str:
 
 def check_cache_url(url: str) -> None:
     """A cache URL's scheme is one an installed backend serves (else one line, exit 2)."""
-    from ragbridge.core.cache_backend import unknown_scheme
+    from ragbridge.core.cache.backend import unknown_scheme
 
     problem = unknown_scheme(url)
     if problem is not None:
@@ -103,7 +103,7 @@ def check_cache_url(url: str) -> None:
 
 
 def _is_url(spec: str) -> bool:
-    from ragbridge.core.cache_backend import is_cache_url
+    from ragbridge.core.cache.backend import is_cache_url
 
     return is_cache_url(spec)
 

@@ -2,8 +2,8 @@
 
 Run 1 is the ordinary run: it reads and writes the cache, and it is what ``--out``, ``--report``
 and the exit code describe, so a repeated run gates exactly like a single one. Runs 2..N bypass
-the cache for judge replies (`ragbridge.core.repeatability`); that is printed before they start,
-because a repeat that silently read run 1's cached replies would show perfect agreement. The
+the cache for judge replies (`ragbridge.core.labels.repeatability`); that is printed before they
+start, because a repeat that silently read run 1's cached replies would show perfect agreement. The
 repeatability figures go to stdout as a table and into the results header (``repeatability``).
 """
 
@@ -19,7 +19,7 @@ from ragbridge.adapters.cli.plural import plural
 
 if TYPE_CHECKING:
     from ragbridge.adapters.cli.eval_command import Plan
-    from ragbridge.core.repeatability import MetricRepeatability
+    from ragbridge.core.labels.repeatability import MetricRepeatability
 
 __all__ = ["add_repeat_option", "repeat_lines", "run_repeated"]
 
@@ -51,7 +51,7 @@ def run_repeated(
 ) -> int:
     from ragbridge.adapters.cli.eval_command import finish
     from ragbridge.adapters.cli.options import progress, settings_from
-    from ragbridge.core.repeatability import evaluate_repeated
+    from ragbridge.core.labels.repeatability import evaluate_repeated
     from ragbridge.core.sample import load_samples
 
     judged = [m.name for m in plan.metrics if m.needs_judge]

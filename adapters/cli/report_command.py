@@ -24,7 +24,7 @@ from ragbridge.adapters.cli.plural import plural
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds this parser without them
     from ragbridge.core.monitoring.records import RunRecord
-    from ragbridge.core.results import Evaluation
+    from ragbridge.core.results.evaluation import Evaluation
     from ragbridge.core.sample import Sample
 
 
@@ -158,7 +158,7 @@ def run_report(args: argparse.Namespace) -> int:
     render and write the report."""
     from ragbridge.adapters.report import render_report
     from ragbridge.core.files import write_text_atomic
-    from ragbridge.core.results import Evaluation
+    from ragbridge.core.results.evaluation import Evaluation
 
     inputs = [check_input(p) for p in [*args.results, *(args.samples or [])]]
     if args.history:

@@ -45,8 +45,8 @@ from ragbridge.adapters.cli.paths import check_cache, check_distinct, check_inpu
 from ragbridge.adapters.cli.plural import noun, plural
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` must not load the core
-    from ragbridge.core.engine import Price
-    from ragbridge.core.judge import Embedder, Judge
+    from ragbridge.core.judging.engine import Price
+    from ragbridge.core.judging.judge import Embedder, Judge
     from ragbridge.core.testset import Chunk, SourceDocument, TestsetReport, TestsetSpec
 
 __all__ = ["DEMO_CORPUS", "register"]
@@ -255,7 +255,7 @@ def _embedder(args: argparse.Namespace) -> Embedder:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ragbridge.core.engine import Price
+    from ragbridge.core.judging.engine import Price
     from ragbridge.core.testset import TestsetSpec, parse_styles, split_documents
     from ragbridge.core.testset.estimate import estimate_chunks
     from ragbridge.core.testset.plan import Planner
@@ -361,7 +361,7 @@ def _generate(
             )
     except KeyboardInterrupt:
         if args.cache:
-            from ragbridge.core.cache_backend import redact_url
+            from ragbridge.core.cache.backend import redact_url
 
             console.note(
                 "interrupted: rerun the same command to resume; finished calls are in "

@@ -1,6 +1,6 @@
 """One in-flight cap for a whole cluster: a judge endpoint's rate limit is global, not per worker.
 
-`ClusterSlots` is the run's `ragbridge.core.limits.Slots` on every worker, so the judge and
+`ClusterSlots` is the run's `ragbridge.core.judging.limits.Slots` on every worker, so the judge and
 embedding engines take it exactly as they take a local cap. A call holds two things while on
 the wire: a slot of a local semaphore (at most ``limit`` waiters per process), then a lease of
 a Dask distributed ``Semaphore`` named for the run, of ``limit`` leases cluster-wide. The local
@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from ragbridge.core.limits import Slots
+from ragbridge.core.judging.limits import Slots
 
 __all__ = ["ClusterSlots"]
 

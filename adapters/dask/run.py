@@ -1,9 +1,9 @@
 """The client side of a cluster run: plan partitions, submit them, keep each, join them in order.
 
 `evaluate` is `ragbridge.core.evaluate` for a Dask distributed cluster. The samples come from
-JSONL shards (paths or globs; see `ragbridge.core.partitions`) or a ``dask.bag`` of samples; each
-partition is one task running the normal async engine on a worker (`.worker`); the in-flight cap
-is the cluster's (`.cap`). What makes the result the local run's, cell for cell:
+JSONL shards (paths or globs; see `ragbridge.core.scoring.partitions`) or a ``dask.bag`` of
+samples; each partition is one task running the normal async engine on a worker (`.worker`); the
+in-flight cap is the cluster's (`.cap`). What makes the result the local run's, cell for cell:
 
 * each finished partition is written to the parts folder by *this* process, atomically, under
   its index, and read back in index order, so cells reach ``on_result`` and the returned
@@ -41,11 +41,12 @@ from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 from typing_extensions import TypedDict, Unpack
 
-from ragbridge.core.cache_backend import CacheBackend, is_cache_url
-from ragbridge.core.engine import Price
-from ragbridge.core.id_check import IdCheck, note_id_warnings
+from ragbridge.core.cache.backend import CacheBackend, is_cache_url
+from ragbridge.core.judging.engine import Price
 from ragbridge.core.metrics.base import Metric
-from ragbridge.core.partitions import (
+from ragbridge.core.results.evaluation import Evaluation, Score
+from ragbridge.core.results.id_check import IdCheck, note_id_warnings
+from ragbridge.core.scoring.partitions import (
     Partition,
     PartStore,
     combine_metadata,
@@ -55,8 +56,7 @@ from ragbridge.core.partitions import (
     plan_partitions,
     readable_url,
 )
-from ragbridge.core.results import Evaluation, Score
-from ragbridge.core.runner import OnResult, Progress, resolve_metrics
+from ragbridge.core.scoring.runner import OnResult, Progress, resolve_metrics
 from ragbridge.core.settings import Settings
 
 from .ledger import ATTEMPT_KEY, SUBSCRIPTIONS, CallLedger

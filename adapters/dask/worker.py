@@ -20,13 +20,18 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ragbridge.core.cache_backend import CacheBackend
-from ragbridge.core.id_check import id_warnings
+from ragbridge.core.cache.backend import CacheBackend
 from ragbridge.core.metrics.base import Metric
-from ragbridge.core.partitions import Partition
-from ragbridge.core.results import Evaluation
-from ragbridge.core.runner import aevaluate, build_engines, default_embedder, resolve_metrics
+from ragbridge.core.results.evaluation import Evaluation
+from ragbridge.core.results.id_check import id_warnings
 from ragbridge.core.sample import Sample
+from ragbridge.core.scoring.partitions import Partition
+from ragbridge.core.scoring.runner import (
+    aevaluate,
+    build_engines,
+    default_embedder,
+    resolve_metrics,
+)
 from ragbridge.core.settings import Settings
 
 from .cap import ClusterSlots
@@ -120,7 +125,7 @@ def _cache(spec: str | None) -> CacheBackend | None:
     if spec is None:
         return None
     if spec not in _CACHES:
-        from ragbridge.core.cache import open_cache
+        from ragbridge.core.cache.disk import open_cache
 
         opened = open_cache(spec)
         assert opened is not None

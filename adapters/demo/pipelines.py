@@ -22,8 +22,8 @@ Design choices, each for a reason:
   report contexts under those ids, so the questions' relevance labels apply unchanged.
 * **Bridges, not re-implementations.** A ragbridge `Embedder` is async; `langchain_embeddings`
   and `llamaindex_embedding` wrap one as a LangChain ``Embeddings`` and a LlamaIndex
-  ``BaseEmbedding`` (sync calls go through `ragbridge.core.runner.run_sync`, so they also work
-  inside a running event loop).
+  ``BaseEmbedding`` (sync calls go through `ragbridge.core.scoring.runner.run_sync`, so they also
+  work inside a running event loop).
 * **Lazy framework imports.** Importing this module needs neither framework: each builder
   imports its own and raises an ImportError naming the extra to install.
 * **Tagged results.** `run_langchain_demo` / `run_llamaindex_demo` run the pipelines through the
@@ -42,11 +42,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ragbridge.adapters._frameworks import quiet_frameworks
-from ragbridge.core.cache import Cache
-from ragbridge.core.engine import EmbeddingEngine
-from ragbridge.core.judge import Embedder
-from ragbridge.core.runner import run_sync
+from ragbridge.core.cache.disk import Cache
+from ragbridge.core.judging.engine import EmbeddingEngine
+from ragbridge.core.judging.judge import Embedder
 from ragbridge.core.sample import Sample
+from ragbridge.core.scoring.runner import run_sync
 
 from .handbook import documents, questions
 

@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragbridge.core.cache_backend import CacheBackend
+from ragbridge.core.cache.backend import CacheBackend
 from ragbridge.core.sample import Sample
 
 if TYPE_CHECKING:  # LlamaIndex is imported when its cache is asked for

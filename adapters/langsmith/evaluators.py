@@ -25,7 +25,8 @@ names tried in order, or a callable ``(run, example) -> value``):
   re-reads the id: ``id_key="source"`` takes ``metadata["source"]``, a list of keys takes the
   first present, a callable ``(Context) -> id | None`` decides itself. A context without it
   keeps its own id; when ids still never match the labels, the run-level warning and the
-  per-run ``invalid_input`` failure of `ragbridge.core.id_check` say so, as without ``id_key``.
+  per-run ``invalid_input`` failure of `ragbridge.core.results.id_check` say so, as without
+  ``id_key``.
 
 Feedback keys are the metric names unless ``keys`` renames them: a mapping (metric → key) or
 the preset ``"langsmith-tutorial"`` (`LANGSMITH_TUTORIAL_KEYS`), the names of the four graders
@@ -79,8 +80,8 @@ Design decisions:
 * **Where the provenance goes.** ``comment`` is `explain(score)` (the reason and one line per
   claim / statement / context verdict); on ranking measures it ends with ``warning: ...`` lines
   once the run-level check finds retrieved ids that (almost) never match the labels
-  (`ragbridge.core.id_check`; also in ``evaluator_info["warnings"]`` and the summary comment),
-  then a ``hint: ...`` line with the fix in these evaluators' terms (``id_key``; also in
+  (`ragbridge.core.results.id_check`; also in ``evaluator_info["warnings"]`` and the summary
+  comment), then a ``hint: ...`` line with the fix in these evaluators' terms (``id_key``; also in
   ``evaluator_info["hint"]``). Everything else (per-claim ``details``, provider, judge
   model, prompt version, usage, latency, failure) is in ``evaluator_info``: in langsmith 0.14 that
   is the field ``_log_evaluation_feedback`` uploads (as the feedback's ``source_info``);
@@ -108,12 +109,12 @@ from pydantic import ValidationError
 from typing_extensions import Unpack
 
 from ragbridge.core.metrics.base import Metric
-from ragbridge.core.results import Failure, FailureKind, Score
-from ragbridge.core.runner import run_sync
+from ragbridge.core.results.evaluation import Failure, FailureKind, Score
+from ragbridge.core.results.stats import mean_ci
 from ragbridge.core.sample import Context, Sample
-from ragbridge.core.scoring import Scorer, explain
+from ragbridge.core.scoring.runner import run_sync
+from ragbridge.core.scoring.scorer import Scorer, explain
 from ragbridge.core.settings import Settings, SettingsOptions
-from ragbridge.core.stats import mean_ci
 
 from .runs import (
     INSTALL_HINT,
@@ -1037,7 +1038,7 @@ def summary_evaluators(
     evaluators computed, re-scoring nothing), a `RagbridgeEvaluators`, or metrics — then a new
     set is built with ``options`` (the keyword arguments of `evaluators`) and scores every run.
     Per metric the result holds ``<key>_mean`` with a percentile bootstrap CI
-    (`ragbridge.core.stats.mean_ci` with ``confidence``, ``n_resamples``, ``seed``) and
+    (`ragbridge.core.results.stats.mean_ci` with ``confidence``, ``n_resamples``, ``seed``) and
     ``<key>_failed``, the number of failed runs.
     """
     if isinstance(source, RagbridgeEvaluators):

@@ -20,8 +20,8 @@ traces itself into the current run. ragbridge's evaluators do the same here:
   instead, holding LangChain's, so tokens are not counted twice. A reply served from the cache
   makes no call and shows no run; outside any trace the judge is called as it is.
 * `carry_context` hands the caller's context variables (LangSmith's current run among them) to
-  a coroutine that `ragbridge.core.runner.run_sync` may run on a worker thread (it does when an
-  event loop is already running), so the judge calls still find their parent.
+  a coroutine that `ragbridge.core.scoring.runner.run_sync` may run on a worker thread (it does
+  when an event loop is already running), so the judge calls still find their parent.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from ragbridge.core.engine import JudgeEngine
-from ragbridge.core.judge import JudgeReply, Message
+from ragbridge.core.judging.engine import JudgeEngine
+from ragbridge.core.judging.judge import JudgeReply, Message
 from ragbridge.core.settings import Settings
 
 from .runs import _get

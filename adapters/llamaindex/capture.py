@@ -39,14 +39,14 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ragbridge.core.judge import (
+from ragbridge.core.judging.judge import (
     JudgeReply,
     Message,
     classify_error,
 )
-from ragbridge.core.results import Usage
-from ragbridge.core.runner import run_sync
+from ragbridge.core.results.evaluation import Usage
 from ragbridge.core.sample import Context, Sample
+from ragbridge.core.scoring.runner import run_sync
 
 INSTALL_HINT = 'pip install "ragbridge[llamaindex]"'
 """What to run when the ``llamaindex`` extra is missing."""

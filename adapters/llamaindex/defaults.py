@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from ragbridge.core.metrics.base import Metric
-from ragbridge.core.runner import resolve_metrics
+from ragbridge.core.scoring.runner import resolve_metrics
 from ragbridge.core.settings import Settings, SettingsOptions
 
 from .capture import INSTALL_HINT

@@ -14,7 +14,7 @@ Why it looks the way it does:
   actually asked for — never more judge calls than `Scorer(all metrics)` on that sample, and
   fewer than separate evaluators (which repeat the shared calls; under ``BatchEvalRunner``
   they run at the same time and both miss the cache). The Scorer's records are bounded (see
-  `ragbridge.core.scoring`).
+  `ragbridge.core.scoring.scorer`).
 * **Source nodes keep their ids.** ``BaseEvaluator.evaluate_response`` flattens
   ``response.source_nodes`` to strings; here it is overridden so contexts keep the source
   document id (``node.ref_doc_id``) and the retriever score, and ranking measures
@@ -49,12 +49,12 @@ from typing import Any, Literal
 from pydantic import ValidationError
 from typing_extensions import Unpack
 
-from ragbridge.core.background import BackgroundScoring
 from ragbridge.core.metrics.base import Metric
-from ragbridge.core.results import FailureKind, Score
-from ragbridge.core.runner import resolve_metrics, run_sync
+from ragbridge.core.results.evaluation import FailureKind, Score
 from ragbridge.core.sample import Context, Sample
-from ragbridge.core.scoring import Scorer, explain
+from ragbridge.core.scoring.background import BackgroundScoring
+from ragbridge.core.scoring.runner import resolve_metrics, run_sync
+from ragbridge.core.scoring.scorer import Scorer, explain
 from ragbridge.core.settings import Settings, SettingsOptions
 
 from .capture import (
@@ -538,7 +538,7 @@ class LiveScoring(BackgroundScoring):
     ``max_pending`` were already waiting, ``scored`` those whose scores are recorded, and
     ``pending`` those still being scored. ``close`` (or leaving the ``with`` block) stops
     listening, waits for pending scoring (up to ``close_timeout``; what is left is recorded as
-    ``cancelled`` failures) and stops the worker (`ragbridge.core.background`).
+    ``cancelled`` failures) and stops the worker (`ragbridge.core.scoring.background`).
 
     Sample ids come from the ``id_tag`` instrument tag when the query ran under
     ``instrument_tags({id_tag: ...})``, else ``"query-<n>"`` in the order queries ended.

@@ -40,7 +40,7 @@ Why it looks the way it does:
   LlamaIndex's own ValueError and message, as its evaluator and metrics do.
 * **Ids that never match the labels are said out loud.** LlamaIndex compares *node* ids, so
   labels that name documents score a plausible 0.0 on every query. Here the contexts keep both
-  ids in their metadata (`ragbridge.core.id_check`): when a node's ``ref_doc_id`` (or
+  ids in their metadata (`ragbridge.core.results.id_check`): when a node's ``ref_doc_id`` (or
   ``node_id``, with ``use_ref_doc_id=True``) holds a labelled id while no compared id does, the
   query raises `IdMismatchError` naming ``use_ref_doc_id=``; and when almost no query of a
   dataset matches its labels, ``aevaluate_dataset`` warns in one line (`IdMismatchWarning`)
@@ -59,11 +59,11 @@ from typing import Any
 
 from pydantic import Field, PrivateAttr, field_validator
 
-from ragbridge.core.id_check import IdCheck, IdMatch, match_ids, note_id_warnings
-from ragbridge.core.results import Evaluation, Score
+from ragbridge.core.results.evaluation import Evaluation, Score
+from ragbridge.core.results.id_check import IdCheck, IdMatch, match_ids, note_id_warnings
 from ragbridge.core.retrieval import parse_measure, score_sample
-from ragbridge.core.runner import run_sync
 from ragbridge.core.sample import Context, Sample
+from ragbridge.core.scoring.runner import run_sync
 
 from .capture import INSTALL_HINT, nodes_to_contexts
 

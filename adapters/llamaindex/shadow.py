@@ -40,7 +40,7 @@ from ragbridge.core.monitoring.shadow import (
     shadow_scorer,
 )
 from ragbridge.core.sample import Context
-from ragbridge.core.scoring import Scorer
+from ragbridge.core.scoring.scorer import Scorer
 
 from .capture import (
     INSTALL_HINT,

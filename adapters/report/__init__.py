@@ -3,8 +3,8 @@
 Why it exists: a table of means answers "how good is it?" but not "where does it break, and can
 I trust the judge?". This report puts on one page what the core already computes — the metric
 summaries with their confidence intervals and failure counts (`Evaluation.summary`), the paired
-comparison of two runs (`ragbridge.core.stats.compare`), a sample explorer to sort, filter and
-search the samples and to put two runs side by side per question, the trend of every metric
+comparison of two runs (`ragbridge.core.results.stats.compare`), a sample explorer to sort, filter
+and search the samples and to put two runs side by side per question, the trend of every metric
 over the recorded runs (``history``), the score distributions, the retrieval × generation
 quadrants with the dangerous *bad retrieval, good-looking answer* samples first (`diagnose`),
 the cross-framework comparison (`compare_frameworks`) and, per sample, what was asked,

@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
-from ragbridge.core.diagnosis import Diagnosis, Quadrant, SampleDiagnosis
 from ragbridge.core.monitoring.records import RunRecord
-from ragbridge.core.results import Evaluation
+from ragbridge.core.results.diagnosis import Diagnosis, Quadrant, SampleDiagnosis
+from ragbridge.core.results.evaluation import Evaluation
 from ragbridge.core.sample import Sample
 
 from .markup import LOWER_IS_BETTER, PALETTE, esc, number, sample_anchor

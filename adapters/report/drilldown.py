@@ -11,8 +11,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ragbridge.core.diagnosis import Diagnosis
-from ragbridge.core.results import Evaluation, Score
+from ragbridge.core.results.diagnosis import Diagnosis
+from ragbridge.core.results.evaluation import Evaluation, Score
 from ragbridge.core.sample import Context, Sample
 
 from .markup import esc, number, sample_anchor

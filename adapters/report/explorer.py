@@ -7,9 +7,9 @@ Its data travels as JSON in a ``<script type="application/json">`` element (not 
 with ``textContent``), escaped by `json_for_script`; the script builds every cell with
 ``textContent``, so no user text is ever parsed as markup.
 
-The paired comparison is `ragbridge.core.stats.compare` of each run against the first (the same
-numbers ``ragbridge demo`` prints): mean difference over the samples both runs scored, its paired
-bootstrap CI and the paired permutation p-value.
+The paired comparison is `ragbridge.core.results.stats.compare` of each run against the first (the
+same numbers ``ragbridge demo`` prints): mean difference over the samples both runs scored, its
+paired bootstrap CI and the paired permutation p-value.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ragbridge.core.results import Evaluation, Score
+from ragbridge.core.results.evaluation import Evaluation, Score
+from ragbridge.core.results.stats import Comparison, compare
 from ragbridge.core.sample import Sample
-from ragbridge.core.stats import Comparison, compare
 
 from .markup import LOWER_IS_BETTER, ci_text, esc, json_for_script, number, sample_anchor
 

@@ -9,11 +9,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TypeAlias
 
-from ragbridge.core.agreement import AgreementTable
-from ragbridge.core.crosscheck import CrossComparison
-from ragbridge.core.diagnosis import Diagnosis, diagnose
+from ragbridge.core.labels.agreement import AgreementTable
 from ragbridge.core.monitoring.records import RunRecord
-from ragbridge.core.results import Evaluation
+from ragbridge.core.results.crosscheck import CrossComparison
+from ragbridge.core.results.diagnosis import Diagnosis, diagnose
+from ragbridge.core.results.evaluation import Evaluation
 from ragbridge.core.sample import Sample
 
 from .assets import CSS, JS, script_hash
@@ -275,7 +275,7 @@ def render_report(
     contexts. ``diagnosis`` defaults to ``diagnose()`` of each pipeline; where no retrieval or
     generation measure was scored the quadrant chart is omitted with a note. ``generated_at``
     (default: now) is the date printed in the header. ``agreement``
-    (`ragbridge.core.agreement.judge_agreement`) adds the judge-agreement section and
+    (`ragbridge.core.labels.agreement.judge_agreement`) adds the judge-agreement section and
     ``history`` (recorded `RunRecord`s, e.g. ``MonitorStore.runs()``) the trend charts; without
     them there are none. ``source`` names the input file (one name, or one per pipeline; default
     ``metadata["source"]`` of each run). Bad input raises ValueError/TypeError naming the

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ragbridge.core.agreement import AgreementTable, MetricAgreement, Statistic
-from ragbridge.core.crosscheck import CrossComparison, MeasureComparison
-from ragbridge.core.results import MetricSummary, Usage
+from ragbridge.core.labels.agreement import AgreementTable, MetricAgreement, Statistic
+from ragbridge.core.results.crosscheck import CrossComparison, MeasureComparison
+from ragbridge.core.results.evaluation import MetricSummary, Usage
 
 from .markup import ci_text, esc, integer, number
 

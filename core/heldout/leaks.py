@@ -12,7 +12,7 @@ leak is one of two kinds:
   provided it has at least `MIN_CONTAINED_WORDS` words (``"Why?"`` is in every prompt).
 * **near duplicate** — the Jaccard similarity of the two questions' content terms is at least
   the threshold (`NEAR_DUPLICATE`, 0.8), both have at least `MIN_TERMS` terms, and their numbers
-  are the same. Content terms are `ragbridge.core.text.terms` without stop words: lower-cased
+  are the same. Content terms are `ragbridge.core.text.words.terms` without stop words: lower-cased
   words with possessives, accents and common suffixes folded (``"damaged items"`` and ``"item
   damaged"`` share ``{damag, item}``), numbers kept (``"8,849"`` = ``"8849"``).
 
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..text import STOPWORDS, normalise, numbers, sentences, terms, words
+from ..text.words import STOPWORDS, normalise, numbers, sentences, terms, words
 
 __all__ = [
     "MIN_CONTAINED_WORDS",

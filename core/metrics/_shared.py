@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engine import JudgeCall
-from ..judge import Message
+from ..judging.engine import JudgeCall
+from ..judging.judge import Message
 from ..prompts.answer_analyze import ANSWER_ANALYZE, AnswerAnalysis
 from ..prompts.base import PromptTemplate
 from ..prompts.context_assess import CONTEXT_ASSESS, ContextAssessment
 from ..prompts.faithfulness import FAITHFULNESS_VERIFY, ClaimVerdicts
-from ..results import Failure, FailureKind, Score, Usage
+from ..results.evaluation import Failure, FailureKind, Score, Usage
 from ..sample import Sample
 from .base import MetricContext, PlannedCall, usage_of
 

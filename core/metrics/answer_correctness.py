@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine import EmbeddingFailed, JudgeCall
+from ..judging.engine import EmbeddingFailed, JudgeCall
 from ..prompts.answer_analyze import ANSWER_ANALYZE
 from ..prompts.answer_correctness import ANSWER_CORRECTNESS_CLASSIFY, ClaimClassification
-from ..results import FailureKind, Score, Usage
+from ..results.evaluation import FailureKind, Score, Usage
 from ..sample import Sample
 from ._shared import (
     analyze_answer,

@@ -19,9 +19,9 @@ so the engine repairs or retries it like an unparseable reply (``parse_error`` i
 
 from __future__ import annotations
 
-from ..engine import EmbeddingFailed
+from ..judging.engine import EmbeddingFailed
 from ..prompts.answer_analyze import ANSWER_ANALYZE
-from ..results import FailureKind, Score
+from ..results.evaluation import FailureKind, Score
 from ..sample import Sample
 from ._shared import analyze_answer, cosine, has_inputs, plan_analyze, versions
 from .base import Metric, MetricContext, PlannedCall, declare, usage_of

@@ -32,11 +32,11 @@ from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
 
-from ..engine import EmbeddingEngine, EmbeddingFailed, JudgeCall, JudgeEngine
-from ..judge import EntailmentModel
+from ..judging.engine import EmbeddingEngine, EmbeddingFailed, JudgeCall, JudgeEngine
+from ..judging.judge import EntailmentModel
 from ..prompts import PromptTemplate
 from ..registry import REGISTRY, Compute, MeasureSpec, ProviderSpec, register_measure
-from ..results import Failure, FailureKind, Score, Usage
+from ..results.evaluation import Failure, FailureKind, Score, Usage
 from ..sample import Sample
 
 __all__ = ["Metric", "MetricContext", "PlannedCall", "declare", "snake_case"]
@@ -108,7 +108,7 @@ class MetricContext:
         """Compute ``key`` once per sample; returns (result, whether this caller computed it).
 
         Safe from threads and event loops: a sink may score the metrics of one record from
-        several (`ragbridge.core.scoring.Scorer`). The first caller computes on its loop;
+        several (`ragbridge.core.scoring.scorer.Scorer`). The first caller computes on its loop;
         callers on that loop await the task, callers on other loops its mirrored result. A
         computation that was cancelled is started again by the next caller.
         """
@@ -194,7 +194,7 @@ class Metric:
     """The `Sample` fields this class's own scoring reads: `_score`, `_edge`, `missing_input`
     and what they copy into the Score (a context id in ``details``). A kept Score is keyed on
     exactly these, so a rerun whose samples differ only in volatile metadata (a latency)
-    reuses it (`ragbridge.core.result_key`). Names: ``question``, ``answer``, ``reference``,
+    reuses it (`ragbridge.core.cache.result_key`). Names: ``question``, ``answer``, ``reference``,
     ``reference_contexts``, ``relevance``, ``id``; ``contexts`` (every part) or one part,
     ``contexts.text`` / ``contexts.id`` / ``contexts.score`` / ``contexts.metadata``;
     ``metadata`` (all of it) or ``metadata.<key>``. ``requires`` is always added. Trusted

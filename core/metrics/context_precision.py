@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine import JudgeCall
+from ..judging.engine import JudgeCall
 from ..prompts.base import PromptTemplate
 from ..prompts.context_assess import CONTEXT_ASSESS
 from ..prompts.context_precision import (
@@ -33,7 +33,7 @@ from ..prompts.context_precision import (
     ContextUsefulness,
     ContextUsefulnessVerdicts,
 )
-from ..results import Failure, FailureKind, Score
+from ..results.evaluation import Failure, FailureKind, Score
 from ..sample import Sample
 from ._shared import (
     ASSESS_TAG,

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine import JudgeCall
+from ..judging.engine import JudgeCall
 from ..prompts.context_assess import CONTEXT_ASSESS
 from ..prompts.context_recall import (
     CONTEXT_RECALL_ATTRIBUTE,
     StatementAttribution,
     StatementAttributions,
 )
-from ..results import FailureKind, Score
+from ..results.evaluation import FailureKind, Score
 from ..sample import Sample
 from ._shared import (
     ASSESS_TAG,

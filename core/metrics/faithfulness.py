@@ -21,8 +21,8 @@ Edge policy, chosen so no case is silently scored:
 * no contexts → faithfulness 0.0 (hallucination 1.0) with every claim unsupported, without a
   verify call: nothing retrieved can back anything;
 * the whole answer abstains ("I don't know.", "The context does not say.";
-  `ragbridge.core.text.abstention`) → skipped with that reason, on every provider and without a
-  call: a refusal asserts nothing, so scoring it as an unsupported claim (0, hallucination 1)
+  `ragbridge.core.text.words.abstention`) → skipped with that reason, on every provider and without
+  a call: a refusal asserts nothing, so scoring it as an unsupported claim (0, hallucination 1)
   would punish the right behaviour. The ``no_answer`` measure counts such answers as declined.
 """
 
@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from ..prompts.answer_analyze import ANSWER_ANALYZE
 from ..prompts.faithfulness import FAITHFULNESS_VERIFY
-from ..results import Score
+from ..results.evaluation import Score
 from ..sample import Sample
-from ..text import abstention
+from ..text.words import abstention
 from ._shared import (
     ClaimCheck,
     check_claims,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ..engine import JudgeCall
+from ..judging.engine import JudgeCall
 from ..prompts.base import PromptTemplate
 from ..prompts.graders import (
     GRADER_CORRECTNESS,
@@ -27,7 +27,7 @@ from ..prompts.graders import (
     GRADER_HELPFULNESS,
     GraderVerdict,
 )
-from ..results import Score
+from ..results.evaluation import Score
 from ..sample import Sample
 from ._shared import has_inputs, planned, versions
 from .base import Metric, MetricContext, PlannedCall, declare, usage_of

@@ -21,11 +21,11 @@ built (``Hallucination(provider="nli")``, ``by_name("hallucination:nli")``, a CL
 
 from __future__ import annotations
 
-from ..judge import EntailmentModel
+from ..judging.judge import EntailmentModel
 from ..registry import register_provider
-from ..results import FailureKind, Score
+from ..results.evaluation import FailureKind, Score
 from ..sample import Sample
-from ..text import sentences
+from ..text.words import sentences
 from .base import Metric, MetricContext
 
 __all__ = ["DEFAULT_ENTAILMENT", "detects_contradiction", "nli_faithfulness", "nli_hallucination"]

@@ -7,7 +7,7 @@ gives them the `Metric` shape. Scoring one sample at a time costs a few microsec
 Retrieved ids that match none of a sample's labels are flagged on its score
 (``details["ids_matched"]``, a reason, or ``invalid_input`` when the labels sit in the contexts'
 metadata); `ragbridge.core.evaluate` then adds one run-level line to ``metadata["warnings"]``
-when none or almost none of the labelled samples match (`ragbridge.core.id_check`).
+when none or almost none of the labelled samples match (`ragbridge.core.results.id_check`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from functools import partial
 
 from ..registry import REGISTRY, MeasureSpec, ProviderSpec
-from ..results import Score
+from ..results.evaluation import Score
 from ..retrieval import Measure, parse_measure, score_sample
 from ..sample import Sample
 from .base import Metric, MetricContext

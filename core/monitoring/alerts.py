@@ -168,7 +168,7 @@ class Baseline:
     @classmethod
     def from_evaluation(cls, evaluation: object, *, source: str = "evaluation") -> Baseline:
         """Each metric's scored values in an `Evaluation` (failures and skips left out)."""
-        from ..results import Evaluation
+        from ..results.evaluation import Evaluation
 
         if not isinstance(evaluation, Evaluation):
             raise TypeError(f"expected an Evaluation, got {type(evaluation).__name__}")
@@ -177,7 +177,7 @@ class Baseline:
     @classmethod
     def from_results(cls, path: str | os.PathLike[str]) -> Baseline:
         """The per-sample scores of a results file (``ragbridge eval --out``)."""
-        from ..results import Evaluation
+        from ..results.evaluation import Evaluation
 
         return cls.from_evaluation(Evaluation.from_jsonl(path), source=os.fspath(path))
 

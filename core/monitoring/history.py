@@ -8,11 +8,11 @@ compared sample by sample long after their results files are gone.
 (the same input file: runs over different eval sets are not comparable), over the samples both
 scored. The run changed the metric when the mean paired difference ``d = mean(b_i - a_i)`` is at
 least ``min_effect`` in size *and* the paired sign-flip permutation test
-(`ragbridge.core.stats.paired_permutation_test`) gives ``p < alpha`` — the rule of ``ragbridge
-gate --baseline``, applied to each step of the history. Small eval sets jitter, so an effect
-alone is not enough; large ones make tiny shifts significant, so a p-value alone is not either.
-The test is run only when the effect is large enough (otherwise the run cannot be flagged). It
-is a per-step test at level ``alpha``: over many steps of pure noise about ``alpha`` of the
+(`ragbridge.core.results.stats.paired_permutation_test`) gives ``p < alpha`` — the rule of
+``ragbridge gate --baseline``, applied to each step of the history. Small eval sets jitter, so an
+effect alone is not enough; large ones make tiny shifts significant, so a p-value alone is not
+either. The test is run only when the effect is large enough (otherwise the run cannot be flagged).
+It is a per-step test at level ``alpha``: over many steps of pure noise about ``alpha`` of the
 steps whose effect reaches ``min_effect`` are flagged by chance; a slow drift of many steps each
 below ``min_effect`` is not flagged at all (compare the two runs directly with ``gate``).
 
@@ -43,13 +43,13 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 from typing_extensions import Self
 
-from ..stats import paired_permutation_test
+from ..results.stats import paired_permutation_test
 from .records import RunRecord, ScoreCell
 from .store import MonitorStore
 
 if TYPE_CHECKING:
-    from ..results import Evaluation, Score
-    from ..tally import Tally
+    from ..results.evaluation import Evaluation, Score
+    from ..results.tally import Tally
 
 __all__ = [
     "DEFAULT_ALPHA",

@@ -9,8 +9,8 @@ the scorer:
 
 * the **sink thread** turns each request into a `RequestRecord` (chunk counts, retrieval miss,
   abstention), hands it to every sink (`RequestSink.request`), and passes the sampled ones to
-* the **scoring worker** (`ragbridge.core.background.BackgroundScoring`, its own event loop and
-  one `Scorer`), whose scores come back to the sink thread as the same record with ``scores``
+* the **scoring worker** (`ragbridge.core.scoring.background.BackgroundScoring`, its own event loop
+  and one `Scorer`), whose scores come back to the sink thread as the same record with ``scores``
   filled (`RequestSink.scored`).
 
 Why it is built this way:
@@ -48,13 +48,13 @@ from typing import Any, Literal
 
 from typing_extensions import Unpack
 
-from ..background import BackgroundScoring, sampled_by_id
 from ..metrics.base import Metric
-from ..results import Score
+from ..results.evaluation import Score
 from ..sample import Context, Sample
-from ..scoring import Scorer
+from ..scoring.background import BackgroundScoring, sampled_by_id
+from ..scoring.scorer import Scorer
 from ..settings import Settings, SettingsOptions
-from ..text import abstention
+from ..text.words import abstention
 from .records import RequestRecord, ScoreCell
 from .sinks import RequestSink, StoreSink
 from .store import MonitorStore

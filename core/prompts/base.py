@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..judge import Message
+from ..judging.judge import Message
 from .budget import Budget
 from .compact_schema import schema_instruction
 

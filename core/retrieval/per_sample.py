@@ -10,12 +10,14 @@ never meets:
   a pipeline for a question with no right answer. The ``no_answer`` measure scores these samples
   instead: 1 when the pipeline returned no context scoring at or above ``no_answer_threshold``
   (any context counts when the threshold is None) or declined (``metadata["declined"] is True``,
-  or an answer that abstains as a whole: "I don't know.", see `ragbridge.core.text.abstention`).
+  or an answer that abstains as a whole: "I don't know.", see
+  `ragbridge.core.text.words.abstention`).
 * retrieved ids that match none of the labels (LangChain's per-chunk UUIDs against document
   labels, say): the scores say so in ``details["ids_matched"]`` / ``details["id_mismatch"]``
   and their reason; a context whose metadata holds a labelled id while no id is one makes the
   sample an ``invalid_input`` failure naming the fix; and when none or almost none of a run's
-  labelled samples match, ``metadata["warnings"]`` gets one line (`ragbridge.core.id_check`).
+  labelled samples match, ``metadata["warnings"]`` gets one line
+  (`ragbridge.core.results.id_check`).
 * a context without an id while labels exist: a ``missing_input`` failure naming ``contexts[i].id``.
 * the same id twice in one ranking (several chunks of one labelled document): the first occurrence
   counts and later ones are dropped, as document-level evaluation requires.
@@ -25,10 +27,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..id_check import match_ids, note_id_warnings
-from ..results import Evaluation, FailureKind, Score
+from ..results.evaluation import Evaluation, FailureKind, Score
+from ..results.id_check import match_ids, note_id_warnings
 from ..sample import Sample
-from ..text import abstention
+from ..text.words import abstention
 from .compute import evaluate_run
 from .measures import Measure, parse_measures
 from .ranking import Qrels, Run

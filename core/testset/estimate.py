@@ -6,10 +6,10 @@ It plans round 1 with the same `Planner` a run uses and renders each of its prom
   requested question, plus one check per no-answer candidate;
 * ``max_calls`` is the bound for any run: drops trigger top-up rounds, each asking for at most
   what round 1 asked, so a run never exceeds ``max_rounds × calls``;
-* ``prompt_tokens`` is approximate (~4 characters a token, as `ragbridge.core.runner.estimate`
-  counts): multi-chunk partners and topic neighbours are found by embedding, which the dry run
-  does not do, so the next chunks in the seeded order stand in for them, and a check's question
-  is assumed to be `QUESTION_CHARS` long.
+* ``prompt_tokens`` is approximate (~4 characters a token, as
+  `ragbridge.core.scoring.runner.estimate` counts): multi-chunk partners and topic neighbours are
+  found by embedding, which the dry run does not do, so the next chunks in the seeded order stand
+  in for them, and a check's question is assumed to be `QUESTION_CHARS` long.
 
 Cache hits are not predicted: like ``ragbridge estimate``, this is the cost of a cold run.
 """
@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ..engine import Price
+from ..judging.engine import Price
 from ..metrics.base import PlannedCall
-from ..runner import Estimate
+from ..scoring.runner import Estimate
 from .chunks import DEFAULT_CHUNK_CHARS, Chunk, split_documents
 from .documents import SourceDocument
 from .plan import DEFAULT_MAX_ROUNDS, DEFAULT_SIZE, DEFAULT_TOP_K, Planner, TestsetSpec
@@ -36,7 +36,7 @@ QUESTION_CHARS = 100
 
 @dataclass
 class TestsetEstimate(Estimate):
-    """`ragbridge.core.runner.Estimate` of a test set: ``samples`` is the size asked for,
+    """`ragbridge.core.scoring.runner.Estimate` of a test set: ``samples`` is the size asked for,
     ``calls`` round 1's calls (see the module), ``max_calls`` the bound with top-up rounds,
     ``by_style`` the generation calls per style."""
 

@@ -15,8 +15,8 @@ One run, in order:
 6. a shortfall is asked for again in a further round, up to ``max_rounds``.
 
 Every judge call goes through the run's `JudgeEngine` (cache, retries, in-flight cap, breaker),
-built from `Settings` exactly as `ragbridge.core.runner.evaluate` builds it. Prompts depend only
-on the documents, the spec and earlier replies, so with a cache a rerun — or a run resumed
+built from `Settings` exactly as `ragbridge.core.scoring.runner.evaluate` builds it. Prompts depend
+only on the documents, the spec and earlier replies, so with a cache a rerun — or a run resumed
 after an interrupt — sends no call that had finished. When the judge or embedder proves
 unusable, no further wave starts and ``report.aborted`` says why.
 
@@ -39,16 +39,16 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import Unpack
 
-from ..engine import EmbeddingEngine, EmbeddingFailed, JudgeCall, JudgeEngine, cost_of
+from ..judging.engine import EmbeddingEngine, EmbeddingFailed, JudgeCall, JudgeEngine, cost_of
 from ..prompts.testset import (
     AnswerableVerdict,
     NoAnswerQuestion,
     WrittenMultiQuestion,
     WrittenQuestion,
 )
-from ..results import Failure, Usage
-from ..runner import Engines, build_engines, default_embedder, run_sync
+from ..results.evaluation import Failure, Usage
 from ..sample import Sample
+from ..scoring.runner import Engines, build_engines, default_embedder, run_sync
 from ..settings import Settings, SettingsOptions
 from .chunks import DEFAULT_CHUNK_CHARS, Chunk, split_documents
 from .dedup import DEFAULT_DEDUP_THRESHOLD, NearDuplicates, unit_rows

@@ -6,8 +6,8 @@ embeddings are known to be blind (`matching`):
 
 * **claim support** (faithfulness, hallucination, context recall): a sentence is supported when
   its best cosine similarity to a context sentence reaches ``similarity`` AND every number and
-  name in it (`ragbridge.core.text.salient`) occurs in the contexts. Embeddings rate "paid 1,200"
-  and "paid 2,100" as near-identical; the exact check catches that.
+  name in it (`ragbridge.core.text.words.salient`) occurs in the contexts. Embeddings rate "paid
+  1,200" and "paid 2,100" as near-identical; the exact check catches that.
 * **relevance**: context precision by cosine similarity to the question; answer relevance by a
   fitted model of that cosine and the kind of answer the question asks for (`question_form`).
 

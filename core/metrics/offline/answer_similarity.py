@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...results import Score
+from ...results.evaluation import Score
 from ...sample import Sample
 from ..base import Metric, MetricContext, declare
 from .matching import embed

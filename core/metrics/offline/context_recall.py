@@ -4,7 +4,7 @@ matcher (`match_sentences`)."""
 from __future__ import annotations
 
 from ...registry import register_provider
-from ...results import FailureKind, Score
+from ...results.evaluation import FailureKind, Score
 from ...sample import Sample
 from ..base import Metric, MetricContext
 from .matching import OfflineSettings, claims_of, match_sentences

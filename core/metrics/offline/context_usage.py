@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ...quantities import canonical
-from ...results import FailureKind, Score
+from ...results.evaluation import FailureKind, Score
 from ...sample import Sample
-from ...text import content_words
+from ...text.quantities import canonical
+from ...text.words import content_words
 from ..base import Metric, MetricContext, declare
 
 __all__ = ["ContextUsage"]

@@ -24,9 +24,9 @@ from __future__ import annotations
 from typing import Any
 
 from ...registry import register_provider
-from ...results import FailureKind, Score
+from ...results.evaluation import FailureKind, Score
 from ...sample import Sample
-from ...text import terms
+from ...text.words import terms
 from ..base import Metric, MetricContext
 from .matching import OfflineSettings, TermIndex, claims_of, match_sentences
 
@@ -74,7 +74,7 @@ The cosine to the best context sentence was tried as a fourth input and came out
 NEGATIVE weight (fabricated answers restate the question and the contexts, right ones are
 short spans): rewarding dissimilarity would fit how that data set was written, not what
 faithfulness means, so it is left out. Refitted when numbers, number words, dates and units
-got one written form (`ragbridge.core.quantities`; 6 fabricated sentences' features moved): it
+got one written form (`ragbridge.core.text.quantities`; 6 fabricated sentences' features moved): it
 was (-7.07, 3.01, 5.01, -0.89)."""
 
 

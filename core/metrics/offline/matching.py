@@ -9,10 +9,10 @@ embeddings are known to be blind:
   its best cosine similarity to a context sentence reaches ``similarity``, AND the contexts hold
   at least ``coverage`` of its vocabulary (`TermIndex.coverage`: IDF-weighted, word forms
   folded, so "approves" meets "approval" and "Everest's" meets "Everest"), AND every number and
-  name in it (`ragbridge.core.text.salient`) occurs in the contexts. Embeddings rate "paid 1,200"
-  and "paid 2,100" as near-identical, and a sentence about the right topic that adds words of its
-  own as close; the two lexical checks catch what the cosine cannot see. Numbers, units and
-  dates are compared, and embedded, in one written form (`ragbridge.core.quantities`), so
+  name in it (`ragbridge.core.text.words.salient`) occurs in the contexts. Embeddings rate "paid
+  1,200" and "paid 2,100" as near-identical, and a sentence about the right topic that adds words
+  of its own as close; the two lexical checks catch what the cosine cannot see. Numbers, units and
+  dates are compared, and embedded, in one written form (`ragbridge.core.text.quantities`), so
   "8,849 metres" meets "8849 m" and "eight silver" meets "8 silver", and 8,848 stays apart.
 * **relevance** (answer relevance, context precision): cosine similarity to the question.
 
@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from ...quantities import canonical, lone_counts
-from ...text import (
+from ...text.quantities import canonical, lone_counts
+from ...text.words import (
     content_words,
     is_preamble,
     numbers,
@@ -96,7 +96,7 @@ class OfflineSettings:
 
 
 class TermIndex:
-    """The contexts' vocabulary (`ragbridge.core.text.terms`), sentence by sentence, with IDF.
+    """The contexts' vocabulary (`ragbridge.core.text.words.terms`), sentence by sentence, with IDF.
 
     Why IDF: a claim is made of a few telling words and many common ones; missing "Zemeckis"
     matters more than missing "film". The document frequency is counted over the context

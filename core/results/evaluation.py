@@ -13,7 +13,7 @@ summary can report how many cells failed and why next to the mean of the cells t
 
 :class:`Evaluation` is the sample × metric table of a run. It only stores and moves results
 (JSONL, CSV, pandas, merging the outputs of several processes); the statistics live in
-:mod:`ragbridge.core.stats`.
+:mod:`ragbridge.core.results.stats`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from pydantic import (
     model_validator,
 )
 
-from .files import atomic_write
+from ..files import atomic_write
 from .tally import MetricSummary, Tally
 from .usage import Usage
 
@@ -405,7 +405,7 @@ class Evaluation:
     ) -> dict[str, MetricSummary]:
         """One :class:`MetricSummary` per metric; the CI is a seeded percentile bootstrap.
 
-        Computed by `ragbridge.core.tally.Tally`, as for a run whose cells were streamed.
+        Computed by `ragbridge.core.results.tally.Tally`, as for a run whose cells were streamed.
         """
         tally = Tally()
         for metric in self._metrics:

@@ -1,21 +1,21 @@
 """What a cache of judge replies, embeddings and kept Scores must do, whatever stores it.
 
-The engines (`ragbridge.core.engine`) and the kept-result reuse (`ragbridge.core.result_cache`)
-talk to a cache through this protocol only. Today's SQLite file (`ragbridge.core.cache.Cache`)
-is the default; a networked store lets the workers of a cluster share one cache, so a judge
-answer paid on one machine is not paid again on another. A backend is chosen by the cache
-spec a user gives (`open_cache`): a path is an SQLite file, ``SCHEME://...`` is looked up among
-the ``ragbridge.caches`` entry points (``redis://`` is `ragbridge.adapters.redis_cache`), so the
-core imports no database client.
+The engines (`ragbridge.core.judging.engine`) and the kept-result reuse
+(`ragbridge.core.cache.scores`) talk to a cache through this protocol only. Today's SQLite file
+(`ragbridge.core.cache.disk.Cache`) is the default; a networked store lets the workers of a cluster
+share one cache, so a judge answer paid on one machine is not paid again on another. A backend is
+chosen by the cache spec a user gives (`open_cache`): a path is an SQLite file, ``SCHEME://...`` is
+looked up among the ``ragbridge.caches`` entry points (``redis://`` is
+`ragbridge.adapters.redis_cache`), so the core imports no database client.
 
-The promises of `ragbridge.core.cache` hold for every backend: keys are content addresses
-(`ragbridge.core.cache.cache_key`), every ``put_*`` is durable when it returns (a killed run
+The promises of `ragbridge.core.cache.disk` hold for every backend: keys are content addresses
+(`ragbridge.core.cache.disk.cache_key`), every ``put_*`` is durable when it returns (a killed run
 resumes without repeating finished calls), and one object may be shared by many asyncio tasks
 and threads. Housekeeping (``ragbridge cache stats|prune``) stays SQLite-only.
 
 A backend whose store fails mid-run (a server gone, a file deleted, a full disk) raises OSError
 (or an ``sqlite3.DatabaseError``) and never returns a wrong entry; a run's cache is wrapped in
-`ragbridge.core.cache_guard.CacheGuard`, which turns such an error into one warning and an
+`ragbridge.core.cache.guard.CacheGuard`, which turns such an error into one warning and an
 uncached rest of the run.
 """
 
@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from .cache import CachedReply, CacheStats
+    from .disk import CachedReply, CacheStats
 
 __all__ = [
     "CACHE_ENTRY_POINTS",

@@ -33,13 +33,13 @@ from typing import Any
 
 from typing_extensions import Unpack
 
-from .id_check import IdCheck
-from .metrics.base import Metric, MetricContext
-from .result_cache import score_sample
-from .results import Score
+from ..cache.scores import score_sample
+from ..metrics.base import Metric, MetricContext
+from ..results.evaluation import Score
+from ..results.id_check import IdCheck
+from ..sample import Sample
+from ..settings import Settings, SettingsOptions
 from .runner import build_engines, resolve_metrics, run_sync, shared_tags
-from .sample import Sample
-from .settings import Settings, SettingsOptions
 
 __all__ = ["Scorer", "explain", "fingerprint", "run_sync"]
 

@@ -2,8 +2,8 @@
 
 A judge metric is only worth trusting as far as it agrees with people on data like the user's.
 This module pairs each scored metric of an `Evaluation` with the human labels of the same
-samples (`ragbridge.core.labels`: the form question that checks the metric, `question_for`) and
-reports, per metric:
+samples (`ragbridge.core.labels.human`: the form question that checks the metric, `question_for`)
+and reports, per metric:
 
 * **Cohen's kappa** of the judge's yes/no verdict against the people's, at the default threshold
   (0.5: the registry states no other verdict rule; it is the offline providers' documented
@@ -35,8 +35,8 @@ default. The maximum is in-sample: on a hundred samples it flatters the judge; r
 threshold to try", and the kappa at the default as the honest figure.
 
 When some samples have two or more annotators, the table also carries how far those people
-agree with each other (`people_agreement`, computed by `ragbridge.core.annotation`): the ceiling
-a judge can hardly exceed.
+agree with each other (`people_agreement`, computed by `ragbridge.core.labels.annotation`): the
+ceiling a judge can hardly exceed.
 
 An undefined statistic is a `Statistic` with a reason (one class of people's labels, a constant
 score, fewer than two samples), never a 0 or a NaN that reads as a result.
@@ -54,10 +54,10 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from ..results.evaluation import Evaluation
+from ..results.stats import auroc, cohen_kappa, spearman
 from .annotation import annotator_agreement
-from .labels import QUESTIONS, HumanLabel, LabelQuestion, question_for
-from .results import Evaluation
-from .stats import auroc, cohen_kappa, spearman
+from .human import QUESTIONS, HumanLabel, LabelQuestion, question_for
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -197,7 +197,7 @@ class MetricAgreement(BaseModel):
 
 class PeopleAgreement(BaseModel):
     """How far the annotators agree among themselves on one question: the ceiling a judge can
-    reasonably be asked to reach. Computed by `ragbridge.core.annotation.annotator_agreement`
+    reasonably be asked to reach. Computed by `ragbridge.core.labels.annotation.annotator_agreement`
     (one implementation for the annotation import and this table): Krippendorff's ordinal
     alpha and the mean quadratic-weighted Cohen's kappa over annotator pairs, on the question's
     own scale (1–5, no < partly < yes) — not the yes/no view the judge's kappa uses."""

@@ -17,8 +17,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from ..results.evaluation import Usage
 from .error_text import describe_error
-from .results import Usage
 
 __all__ = [
     "ConnectionRefused",

@@ -6,7 +6,7 @@ mid-run — a Redis server killed or restarted, an SQLite file's folder deleted,
 used to escape from the judge engine or the kept-Score lookup: every later cell failed, or the
 run died with exit 2 and wrote nothing, while the calls already paid were thrown away.
 
-`CacheGuard` wraps the run's backend (`ragbridge.core.runner.build_engines` puts it around
+`CacheGuard` wraps the run's backend (`ragbridge.core.scoring.runner.build_engines` puts it around
 every cache it is given or opens). The first error of the store (an ``OSError``, which
 `ragbridge.adapters.redis_cache.RedisCacheError` is, or an ``sqlite3`` database error) turns the
 cache off for the rest of the run: reads are misses, writes are dropped and counted, and the run
@@ -28,8 +28,8 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from .cache import CachedReply, CacheStats
-from .cache_backend import CacheBackend, redact_url
+from .backend import CacheBackend, redact_url
+from .disk import CachedReply, CacheStats
 
 __all__ = ["CacheGuard", "guard_cache", "is_store_error", "lost_cache_lines"]
 

@@ -1,13 +1,13 @@
 """What one judge request expects of its reply, and the breaker for judges that never manage it.
 
 Two things a weak judge (a 270M model on a laptop) needs from the engine, kept out of
-`ragbridge.core.engine` because they are small and self-contained:
+`ragbridge.core.judging.engine` because they are small and self-contained:
 
 * **The reply's size and shape, told to the adapter.** `ReplySpec` carries a completion budget
   (``max_tokens``, sized by the prompt template from what the reply must list: see
   `ragbridge.core.prompts.budget`) and the exact item counts of the reply's aligned lists (one
   verdict per claim). The engine sets `reply_spec` around every attempt of a request, like
-  `ragbridge.core.judge.attempt_timeout`; an adapter that can use it (the OpenAI-compatible
+  `ragbridge.core.judging.judge.attempt_timeout`; an adapter that can use it (the OpenAI-compatible
   one sends ``max_tokens`` and a grammar with the counts) reads it, and every other `Judge`
   ignores it. So the `Judge` protocol is unchanged, and a budget never enters the cache key: a
   reply that fits its budget is the reply an unbounded call would have given, and one that

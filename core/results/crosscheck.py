@@ -21,7 +21,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from . import stats
-from .results import Evaluation, MetricSummary, Score, Usage
+from .evaluation import Evaluation, MetricSummary, Score, Usage
 
 __all__ = [
     "CrossComparison",

@@ -27,13 +27,13 @@ from typing import Any
 import numpy as np
 from typing_extensions import Unpack
 
-from .engine import JudgeEngine
-from .metrics.base import Metric
-from .results import Evaluation
-from .runner import Progress, evaluate, judge_engine, resolve_metrics
-from .sample import Sample
-from .settings import Settings, SettingsOptions
-from .stats import mean_ci
+from ..judging.engine import JudgeEngine
+from ..metrics.base import Metric
+from ..results.evaluation import Evaluation
+from ..results.stats import mean_ci
+from ..sample import Sample
+from ..scoring.runner import Progress, evaluate, judge_engine, resolve_metrics
+from ..settings import Settings, SettingsOptions
 
 __all__ = [
     "DEFAULT_VERDICT_THRESHOLD",

@@ -135,7 +135,7 @@ def term(word: str) -> str:
 def terms(text: str) -> frozenset[str]:
     """The facts' vocabulary of ``text``: its content words as `term`s and its numbers, with
     numbers, number words, dates, percentages and units in one written form first
-    (`ragbridge.core.quantities.canonical`: ``8,849 m`` = ``8849 metres``, ``three`` = ``3``).
+    (`ragbridge.core.text.quantities.canonical`: ``8,849 m`` = ``8849 metres``, ``three`` = ``3``).
 
     Memoised: the offline providers ask for the same context sentences' terms once per claim
     and per measure, and this was 16% of a cold offline run's time

@@ -10,7 +10,7 @@ The key covers, so that no stale Score is ever served:
 
 * the sample: the fields the metric reads (`Metric.reads`, `ProviderSpec.reads`), in canonical
   JSON, so volatile metadata (a pipeline's latency) changes no key; the whole sample, metadata
-  included, for a metric that does not declare what it reads (`ragbridge.core.result_key`);
+  included, for a metric that does not declare what it reads (`ragbridge.core.cache.result_key`);
 * the metric: its class, its configuration (every instance attribute, by ``repr``) and the
   combined judge tasks it shares in this run (`Metric.share_tags`);
 * the models it uses: the judge's name and sampling parameters, the embedder's, the NLI model's;
@@ -41,11 +41,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .cache_backend import CacheBackend
-from .metrics.base import Metric, MetricContext
+from ..metrics.base import Metric, MetricContext
+from ..results.evaluation import FailureKind, Score
+from ..sample import Sample
+from .backend import CacheBackend
 from .result_key import fields_read, read_set_label, sample_body
-from .results import FailureKind, Score
-from .sample import Sample
 
 __all__ = ["ResultReuse", "code_digest", "score_sample"]
 

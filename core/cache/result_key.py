@@ -1,6 +1,6 @@
 """The sample half of a kept Score's key: the fields its metric reads, and nothing else.
 
-A kept Score (`ragbridge.core.result_cache`) must be found again when nothing that decides it
+A kept Score (`ragbridge.core.cache.scores`) must be found again when nothing that decides it
 changed, and missed when anything did. Hashing the whole sample gets the second half right and
 the first wrong: a pipeline records volatile facts in ``metadata`` (its ``latency_s`` differs on
 every run), so a rerun of the same questions missed every cell and kept a new row for each.
@@ -31,8 +31,8 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from .metrics.base import Metric
-from .sample import Sample
+from ..metrics.base import Metric
+from ..sample import Sample
 
 __all__ = ["CONTEXT_PARTS", "FIELDS", "fields_read", "read_set_label", "sample_body"]
 

@@ -19,7 +19,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
-    from .results import Evaluation
+    from .evaluation import Evaluation
 
 __all__ = [
     "Comparison",

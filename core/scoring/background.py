@@ -38,9 +38,9 @@ from typing import Literal
 
 from typing_extensions import Self
 
-from .results import Evaluation, FailureKind, Score
-from .sample import Sample
-from .scoring import Scorer
+from ..results.evaluation import Evaluation, FailureKind, Score
+from ..sample import Sample
+from .scorer import Scorer
 
 __all__ = ["BackgroundScoring", "SampleBy", "id_fraction", "sampled_by_id"]
 

@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .cache_backend import redact_url
-from .results import Evaluation
-from .sample import Sample, SampleValidationError, parse_sample_lines
+from ..cache.backend import redact_url
+from ..results.evaluation import Evaluation
+from ..sample import Sample, SampleValidationError, parse_sample_lines
 
 __all__ = [
     "PART_KEY",

@@ -27,18 +27,18 @@ from typing import Any, TypeVar
 
 from typing_extensions import Unpack
 
-from .cache import open_cache
-from .cache_backend import CacheBackend
-from .cache_guard import guard_cache, lost_cache_lines
-from .engine import EmbeddingEngine, JudgeEngine, Price, cost_of
-from .id_check import IdCheck, note_id_warnings
-from .judge import Embedder, Judge
-from .limits import Slots
-from .metrics.base import Metric, MetricContext
-from .result_cache import ResultReuse, score_sample
-from .results import Evaluation, Score, Usage
-from .sample import Sample
-from .settings import Settings, SettingsOptions
+from ..cache.backend import CacheBackend
+from ..cache.disk import open_cache
+from ..cache.guard import guard_cache, lost_cache_lines
+from ..cache.scores import ResultReuse, score_sample
+from ..judging.engine import EmbeddingEngine, JudgeEngine, Price, cost_of
+from ..judging.judge import Embedder, Judge
+from ..judging.limits import Slots
+from ..metrics.base import Metric, MetricContext
+from ..results.evaluation import Evaluation, Score, Usage
+from ..results.id_check import IdCheck, note_id_warnings
+from ..sample import Sample
+from ..settings import Settings, SettingsOptions
 
 T = TypeVar("T")
 
@@ -67,7 +67,7 @@ OnResult = Callable[[str, str, Score], Any]
 def resolve_metrics(metrics: Iterable[Metric | str]) -> list[Metric]:
     """Metric objects from objects or names: ``"faithfulness"``, ``"recall@5"``, ``"mrr"``
     (`ragbridge.core.metrics.resolve`); a name given twice is refused."""
-    from .metrics import resolve
+    from ..metrics import resolve
 
     out: list[Metric] = []
     for item in metrics:
@@ -204,7 +204,7 @@ def evaluate(
     line naming the cause and the fix.
 
     ``on_result(sample_id, metric, score)`` sees every cell as soon as its sample is done (in
-    input order), e.g. `ragbridge.core.result_writer.ResultWriter.add`. With ``keep=False`` the
+    input order), e.g. `ragbridge.core.results.writer.ResultWriter.add`. With ``keep=False`` the
     cells are not kept: the returned `Evaluation` holds the run's metadata only (usage, cost and
     warnings are still computed), so memory stays flat however many samples stream through.
     """
@@ -225,8 +225,8 @@ def evaluate(
 class Engines:
     """The judge and embedding engines of one run (or one `Scorer`), built from `Settings`.
 
-    They share one in-flight cap (`ragbridge.core.limits.Slots`), so ``max_concurrency`` holds
-    for judge and embedding calls together; each has its own `Breaker`.
+    They share one in-flight cap (`ragbridge.core.judging.limits.Slots`), so ``max_concurrency``
+    holds for judge and embedding calls together; each has its own `Breaker`.
     """
 
     settings: Settings

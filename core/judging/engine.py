@@ -2,22 +2,23 @@
 
 It exists because the failure modes users hit in other frameworks all live at this layer:
 
-* **A true cap on in-flight calls.** A slot of the run's cap (`ragbridge.core.limits.Slots`) is
-  held only around the provider call itself, so ``max_concurrency`` bounds calls in flight across
-  every metric and sample of a run — and across the judge and the embedder, which share it —
-  not jobs, which can each fan out into several calls.
+* **A true cap on in-flight calls.** A slot of the run's cap
+  (`ragbridge.core.judging.limits.Slots`) is held only around the provider call itself, so
+  ``max_concurrency`` bounds calls in flight across every metric and sample of a run — and across
+  the judge and the embedder, which share it — not jobs, which can each fan out into several calls.
 * **Timeouts and retries.** Each attempt has a timeout (told to adapters through
-  `ragbridge.core.judge.attempt_timeout`, so an HTTP client's own timeout follows it); transient
-  errors (`TransientJudgeError`: timeouts, rate limits, 5xx, resets) are retried with exponential
-  backoff and full jitter, honouring a provider's ``retry_after``; the slot is released while
-  waiting. When the retry budget is spent, or on a permanent error, the call returns a typed
+  `ragbridge.core.judging.judge.attempt_timeout`, so an HTTP client's own timeout follows it);
+  transient errors (`TransientJudgeError`: timeouts, rate limits, 5xx, resets) are retried with
+  exponential backoff and full jitter, honouring a provider's ``retry_after``; the slot is released
+  while waiting. When the retry budget is spent, or on a permanent error, the call returns a typed
   `Failure` — it never raises into the run.
 * **Stopping early.** An unusable provider (`ProviderUnusable`: 401, 403, unknown model, no
   scheme, a host that does not resolve; a connection refused twice) is not retried, and after
   ``stop_after`` identical failures with no reply in between the engine's `Breaker` trips: later
   calls return ``Failure(cancelled, "not sent: judge: 401 Unauthorized on 5/5 calls — ...")``
   at once, and the runner starts no further samples. ``stop_after`` replies in a row that fail
-  their task's format trip it too (`ragbridge.core.reply_format`: a judge too weak to follow it).
+  their task's format trip it too (`ragbridge.core.judging.reply_format`: a judge too weak to
+  follow it).
 * **Structured output, checked against the request.** The reply is validated against a pydantic
   schema (fenced JSON and prose around the object are tolerated), then against the request by
   the caller's `Validator` (one verdict per claim, cited contexts that exist). A reply that fails
@@ -46,8 +47,9 @@ from typing import Any, Generic, Literal, TypeVar
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
-from .cache import CachedReply, cache_key, canonical_json
-from .cache_backend import CacheBackend
+from ..cache.backend import CacheBackend
+from ..cache.disk import CachedReply, cache_key, canonical_json
+from ..results.evaluation import Failure, FailureKind, Usage
 from .error_text import describe_error
 from .judge import (
     ConnectionRefused,
@@ -66,7 +68,6 @@ from .judge import (
 )
 from .limits import Breaker, Outcome, Slots
 from .reply_format import FormatWatch, ReplyBreaker, reply_spec, spec_of
-from .results import Failure, FailureKind, Usage
 
 __all__ = [
     "EmbeddingEngine",
@@ -231,7 +232,7 @@ def schema_instruction(schema: type[BaseModel]) -> str:
     The compact shape the judge needs (keys in declaration order, types, literals); memoised
     per schema class there, see `ragbridge.core.prompts.compact_schema`.
     """
-    from .prompts.compact_schema import schema_instruction as instruction
+    from ..prompts.compact_schema import schema_instruction as instruction
 
     return instruction(schema)
 
@@ -367,7 +368,7 @@ class JudgeEngine:
     deterministically. ``slots`` is the run's in-flight cap when it is shared with an
     `EmbeddingEngine` (default: the engine's own, ``max_concurrency`` wide); ``stop_after`` is
     the number of identical unusable-provider failures after which calls are no longer sent
-    (see `ragbridge.core.limits.Breaker`; the engine's ``breaker``).
+    (see `ragbridge.core.judging.limits.Breaker`; the engine's ``breaker``).
     """
 
     judge: Judge
@@ -398,7 +399,8 @@ class JudgeEngine:
         if self.slots is None:
             self.slots = Slots(self.max_concurrency)
         self.breaker = ReplyBreaker("judge", self.stop_after)
-        # Replies that never fit their format trip the same breaker (`ragbridge.core.reply_format`).
+        # Replies that never fit their format trip the same breaker
+        # (`ragbridge.core.judging.reply_format`).
         self._format = FormatWatch(self.stop_after, str(getattr(self.judge, "model", "judge")))
         # Identical requests in flight at once, by cache key: the second waits for the first.
         self._in_flight: dict[str, asyncio.Future[JudgeCall[Any]]] = {}

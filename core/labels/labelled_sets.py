@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .labels import HumanLabel
-from .sample import Context, Sample
+from ..sample import Context, Sample
+from .human import HumanLabel
 
 __all__ = [
     "DATASETS",

@@ -37,8 +37,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .results import Evaluation, Score
-from .sample import Context
+from ..sample import Context
+from .evaluation import Evaluation, Score
 
 __all__ = [
     "MIN_SAMPLES",

@@ -16,7 +16,7 @@ from enum import Enum
 
 from pydantic import BaseModel, ConfigDict
 
-from .results import Evaluation, Score
+from .evaluation import Evaluation, Score
 
 __all__ = ["Diagnosis", "Quadrant", "SampleDiagnosis", "diagnose"]
 

@@ -22,7 +22,7 @@ from . import stats
 from .usage import Usage
 
 if TYPE_CHECKING:
-    from .results import Score
+    from .evaluation import Score
 
 __all__ = ["ColumnTally", "MetricSummary", "Tally"]
 

@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .files import atomic_write
+from ..files import atomic_write
 
 __all__ = [
     "GROUNDED_VALUES",

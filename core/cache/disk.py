@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .cache_backend import CacheBackend, is_cache_url, open_backend, redact_url
+from .backend import CacheBackend, is_cache_url, open_backend, redact_url
 
 __all__ = [
     "CACHE_FORMAT_VERSION",
@@ -239,7 +239,7 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
 # --------------------------------------------------------------------------------------------
 # Stored forms every backend shares
 # --------------------------------------------------------------------------------------------
-# A networked backend (`ragbridge.core.cache_backend`) stores the same bytes as the SQLite file,
+# A networked backend (`ragbridge.core.cache.backend`) stores the same bytes as the SQLite file,
 # so the two answer alike and cannot drift: these helpers are the one definition of each form.
 
 
@@ -390,7 +390,7 @@ class CacheStats:
     hits: int
     misses: int
     results: int = 0
-    """Whole Scores kept for reuse (`ragbridge.core.result_cache`)."""
+    """Whole Scores kept for reuse (`ragbridge.core.cache.scores`)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -421,7 +421,7 @@ class Cache:
             # Taken as a path, ``redis://host/0`` would quietly become the folders ``redis:/host``.
             raise ValueError(
                 f"cache {redact_url(raw)} is a URL, not an SQLite file: open it with "
-                "ragbridge.core.cache.open_cache (the --cache option of `ragbridge eval` does)"
+                "ragbridge.core.cache.disk.open_cache (the --cache option of `ragbridge eval` does)"
             )
         self._memory = raw == _MEMORY
         self._path: str = raw if self._memory else str(Path(raw).expanduser())
@@ -693,7 +693,7 @@ class Cache:
     def get_results(self, keys: Sequence[str]) -> dict[str, str]:
         """The stored Score JSON of each of ``keys`` that is present (one SELECT per chunk).
 
-        The keys are `ragbridge.core.result_cache` keys; hits and misses are not counted in
+        The keys are `ragbridge.core.cache.scores` keys; hits and misses are not counted in
         `stats`, which counts judge replies and embeddings.
         """
         found: dict[str, str] = {}
@@ -876,7 +876,7 @@ def open_cache(spec: str | os.PathLike[str] | CacheBackend | None) -> CacheBacke
     """Turn a user's cache option into an open cache (or None = caching off).
 
     Lets APIs accept ``cache=None``, ``cache="run.sqlite"``, ``cache="redis://host:6379/0"``
-    (a networked backend, `ragbridge.core.cache_backend`) or an already open cache alike. A
+    (a networked backend, `ragbridge.core.cache.backend`) or an already open cache alike. A
     cache passed in is returned as is (the caller keeps ownership of closing it).
     """
     if spec is None:

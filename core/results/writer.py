@@ -20,8 +20,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from .files import atomic_write
-from .results import Score, cell_line, header_line
+from ..files import atomic_write
+from .evaluation import Score, cell_line, header_line
 
 __all__ = ["ResultWriter"]
 

@@ -2,9 +2,9 @@
 
 The round trip is: `select_tasks` picks a sample of an eval set (optionally stratified by a judge
 score) and turns each chosen sample into an `AnnotationTask`; an adapter renders the tasks as a
-form; people fill it in and each saves a labels file (`ragbridge.core.labels.HumanLabel` lines);
-`merge_labels` checks those files against the tasks and merges them; `annotator_agreement` says
-per question how far the annotators agree with each other. How far a *judge* agrees with them
+form; people fill it in and each saves a labels file (`ragbridge.core.labels.human.HumanLabel`
+lines); `merge_labels` checks those files against the tasks and merges them; `annotator_agreement`
+says per question how far the annotators agree with each other. How far a *judge* agrees with them
 is a separate question, answered from the same labels by ``ragbridge agreement``.
 
 **Selection is by hash, not by a random stream.** A sample's draw is
@@ -55,11 +55,11 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .files import atomic_write
-from .labels import QUESTIONS, HumanLabel, load_labels
-from .results import Evaluation
-from .sample import Sample
-from .stats import cohen_kappa
+from ..files import atomic_write
+from ..results.evaluation import Evaluation
+from ..results.stats import cohen_kappa
+from ..sample import Sample
+from .human import QUESTIONS, HumanLabel, load_labels
 
 __all__ = [
     "STRATA",
@@ -218,7 +218,7 @@ def _stratum(value: float | None) -> str:
 def default_stratify_metric(evaluation: Evaluation) -> str | None:
     """The metric to stratify by when none is named: the first one a form question checks
     (faithfulness, answer relevance, correctness, ...), else the first with any value."""
-    from .labels import question_for
+    from .human import question_for
 
     with_values = [m for m in evaluation.metrics if evaluation.values(m)[0]]
     for metric in with_values:
