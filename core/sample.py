@@ -37,6 +37,7 @@ __all__ = [
     "parse_sample_lines",
     "sample_json_schema",
     "save_samples",
+    "validation_problems",
 ]
 
 SCHEMA_ID = "https://ragbridge.dev/schema/sample-1.json"
@@ -238,7 +239,8 @@ class SampleValidationError(ValueError):
         super().__init__(first + more)
 
 
-def _problems(exc: ValidationError) -> list[str]:
+def validation_problems(exc: ValidationError) -> list[str]:
+    """Each problem of a failed validation as one line (``field: problem``), worded as for JSONL."""
     return [_describe(dict(e)) for e in exc.errors(include_url=False)]
 
 
@@ -335,7 +337,7 @@ class SampleReader(Iterator[Sample]):
             try:
                 sample = Sample.model_validate_json(raw)
             except ValidationError as exc:
-                problems = _problems(exc)
+                problems = validation_problems(exc)
                 if not self.skip_invalid:
                     raise SampleValidationError(source, number, problems) from None
                 self.report.invalid.append(InvalidLine(number, problems))
