@@ -64,7 +64,7 @@ from ragbridge.adapters.ragas import (  # noqa: E402
     ragbridge_metrics,
     to_ragas_dataset,
 )
-from ragbridge.adapters.ragas_provider import (  # noqa: E402
+from ragbridge.adapters.ragas.provider import (  # noqa: E402
     RagasStringMetric,
     ragas_score,
 )
@@ -433,7 +433,8 @@ def test_hallucination_entry_points_side_by_side_each_saying_its_direction() -> 
 
 
 def test_the_readme_states_both_hallucination_directions() -> None:
-    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]  # README and the site
+    text = " ".join(" ".join(p.read_text(encoding="utf-8").split()) for p in pages)
     assert '`as_deepeval_metric("hallucination")` keeps ragbridge\'s direction' in text
     assert "0 is best" in text
     assert "1 is a pass" in text

@@ -1,33 +1,35 @@
-"""Every output and figure the README shows, outside its walkthrough, is what the code prints today.
+"""Every output and figure the README and the site show, outside the walkthrough, is what the code
+prints today.
 
-`test_readme_walkthrough.py` checks the "eval set's life" section; this module checks the rest:
+`test_readme_walkthrough.py` checks the "eval set's life" page; this module checks the rest of
+README.md and the pages of the site (`test_readme.site_pages`, in mkdocs.yml's nav order):
 
 * Every ``$ ragbridge ...`` line of an output block (a fence with no language) runs as written,
-  in README order, in-process, in one temporary folder. The first is ``ragbridge demo``: it
+  in page order, in-process, in one temporary folder. The first is ``ragbridge demo``: it
   writes ``ragbridge-demo/``, which the later commands read, so the demo runs once for the
-  module. The commands the README runs "from the repository root" read ``adapters/`` and
+  module. The commands the pages run "from the repository root" read ``adapters/`` and
   ``tests/``: the folder links both to the repository's.
-* Under each command, every output line the README shows must be printed (stdout and stderr
+* Under each command, every output line the page shows must be printed (stdout and stderr
   together, in order). ``...`` marks omitted lines; a line such as ``rouge_l ... bleu ...``
   shows the lines ``rouge_l`` and ``bleu`` with others around them. The exit code must be the
   one the output implies: 1 after ``gate failed``, 2 after ``ragbridge: error:``, else 0.
 * What is normalised, and why: runs of whitespace (column widths follow the longest name in a
   table); in ``ragbridge history``, run ids, times and commit hashes (new for every run and
   every repository). Nothing else: a changed number fails.
-* ``ragbridge history`` reads a store that the README's bash lines above it fill, run here in a
+* ``ragbridge history`` reads a store that the page's bash lines above it fill, run here in a
   git repository of two commits, the second breaking the answers (`history_samples`).
 * The figures the prose quotes from those outputs (skipped cells, edge cases) are read back from
-  them; the judged ``compare`` table runs the command the README names; the pytest failure runs
+  them; the judged ``compare`` table runs the command the page names; the pytest failure runs
   under pytest; the framework table is checked against the example's own samples; the id
   warning and the exit-code table's lines come from ``eval`` runs on inputs of the shape they
   describe (the UUIDs of the id warning are masked); the short-answer agreement figures run on
   the dev set in ``../shared/data`` (skipped when it is absent).
-* Timings are not measured here: for each, the README names the script that prints it, and the
+* Timings are not measured here: for each, the pages name the script that prints it, and the
   test checks that the script exists and prints a line of the form quoted (with its subprocess
   stubbed), and that the places quoting one timing agree.
 
 When a command's output changes, ``python -m pytest -q tests/test_readme_outputs.py`` lists every
-README line that is no longer printed, next to what the command prints now.
+line of a page that is no longer printed, next to what the command prints now.
 """
 
 from __future__ import annotations
@@ -53,13 +55,18 @@ from typing import Any
 import pytest
 
 from ragbridge.adapters.cli.main import main
-from tests.test_readme import Block, read_blocks  # one reader of the README's fenced blocks
+from tests.test_readme import (  # one reader of the pages' fenced blocks
+    BLOCKS,
+    FAILURES_PAGE,
+    PAGES,
+    WALKTHROUGH_PAGE,
+    Block,
+    page_text,
+)
 
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
-WALKTHROUGH = "The eval set's life"
 NEEDS = ("langchain_core", "llama_index", "langsmith", "ragas", "deepeval", "tokenizers")
 FROM_ROOT = ("adapters", "tests")
 """What the commands run "from the repository root" read; linked into the temporary folder."""
@@ -80,10 +87,16 @@ class Step:
     argv: tuple[str, ...]
     shown: tuple[str, ...]
     line: int
+    page: str = "README.md"
+
+    @property
+    def key(self) -> str:
+        """The step's place: its page and line (unique, unlike the line alone)."""
+        return f"{self.page}:{self.line}"
 
     @property
     def where(self) -> str:
-        return f"README.md:{self.line}: ragbridge {' '.join(self.argv)}"
+        return f"{self.key}: ragbridge {' '.join(self.argv)}"
 
     @property
     def expected_exit(self) -> int:
@@ -94,15 +107,14 @@ class Step:
         return 0
 
 
-def readme() -> str:
-    return README.read_text(encoding="utf-8")
+def site_text() -> str:
+    """README.md and every page of the site, in page order, as one text."""
+    return "\n".join(page_text(page) for page in PAGES)
 
 
 def output_blocks() -> list[Block]:
     """The blocks that show output, outside the walkthrough (which has its own test)."""
-    return [
-        b for b in read_blocks(readme()) if b.lang == "" and not b.section.startswith(WALKTHROUGH)
-    ]
+    return [b for b in BLOCKS if b.lang == "" and b.page != WALKTHROUGH_PAGE]
 
 
 def readme_steps() -> list[Step]:
@@ -113,7 +125,7 @@ def readme_steps() -> list[Step]:
         for offset, line in enumerate([*block.lines, "$ ragbridge end"], start=1):
             if line.startswith("$ ragbridge "):
                 if command is not None:
-                    steps.append(Step(command[0], tuple(shown), command[1]))
+                    steps.append(Step(command[0], tuple(shown), command[1], block.page))
                 command, shown = (tuple(shlex.split(line[2:])[1:]), block.line + offset), []
             elif command is not None and line.strip():
                 shown.append(line.rstrip())
@@ -131,14 +143,14 @@ def _norm(text: str, command: str = "") -> str:
 
 
 def _pieces(shown: tuple[str, ...] | list[str], command: str = "") -> list[str]:
-    """The printed lines a README excerpt stands for: ``...`` dropped, each piece around it kept."""
+    """The printed lines a page's excerpt stands for: ``...`` dropped, each piece around it kept."""
     return [_norm(p, command) for line in shown for p in line.split("...") if p.strip()]
 
 
 def not_printed(
     shown: tuple[str, ...] | list[str], printed: list[str], command: str = ""
 ) -> list[str]:
-    """The shown pieces not printed as whole lines in the README's order (all of them, so one
+    """The shown pieces not printed as whole lines in the page's order (all of them, so one
     failure lists every figure to update)."""
     lines = [_norm(line, command) for line in printed]
     missing, at = [], 0
@@ -152,7 +164,7 @@ def not_printed(
 
 def _explain(where: str, missing: list[str], printed: list[str]) -> str:
     return (
-        f"{where}: the README shows\n  " + "\n  ".join(missing)
+        f"{where}: the page shows\n  " + "\n  ".join(missing)
         + "\nbut the command printed:\n" + "\n".join(printed)
     )  # fmt: skip
 
@@ -208,17 +220,16 @@ def history_samples(*, broken: bool) -> list[dict[str, Any]]:
 
 def history_commands() -> list[list[str]]:
     """The bash lines recording runs with ``--history`` in the section showing `history`."""
-    blocks = read_blocks(readme())
-    shows = next(b for b in blocks if any(s.startswith("$ ragbridge history ") for s in b.lines))
+    shows = next(b for b in BLOCKS if any(s.startswith("$ ragbridge history ") for s in b.lines))
     found = []
-    for block in blocks:
-        if block.lang != "bash" or block.section != shows.section:
+    for block in BLOCKS:
+        if block.lang != "bash" or (block.page, block.section) != (shows.page, shows.section):
             continue
         for line in block.lines:
             words = shlex.split(line.split(" #")[0])
             if words[:1] == ["ragbridge"] and "--history" in words:
                 found.append(words[1:])
-    assert found, "the README shows no command recording a run with --history"
+    assert found, f"{shows.page} shows no command recording a run with --history"
     return found
 
 
@@ -252,12 +263,12 @@ def build_history(folder: Path, mp: pytest.MonkeyPatch) -> None:
 @dataclass
 class Ran:
     work: Path
-    results: dict[int, tuple[int, list[str]]]  # by the README line of the command
+    results: dict[str, tuple[int, list[str]]]  # by the page and line of the command (Step.key)
 
     def of(self, command: str) -> list[str]:
-        """What the first README step running ``ragbridge command`` printed."""
+        """What the first step running ``ragbridge command`` printed."""
         step = next(s for s in STEPS if s.argv[0] == command)
-        return self.results[step.line][1]
+        return self.results[step.key][1]
 
 
 @pytest.fixture(scope="module")
@@ -266,7 +277,7 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ran]:
     work = tmp_path_factory.mktemp("readme-outputs")
     for name in FROM_ROOT:
         (work / name).symlink_to(ROOT / name, target_is_directory=True)
-    results: dict[int, tuple[int, list[str]]] = {}
+    results: dict[str, tuple[int, list[str]]] = {}
     with pytest.MonkeyPatch.context() as mp:
         for step in STEPS:
             where = work
@@ -277,7 +288,7 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ran]:
                 if not where.exists():
                     build_history(where, mp)
             mp.chdir(where)
-            results[step.line] = run_cli(step.argv)
+            results[step.key] = run_cli(step.argv)
         yield Ran(work, results)
 
 
@@ -285,14 +296,13 @@ CHECKED_BY_ITS_OWN_TEST = {
     "sample ": "test_the_framework_table_shows_the_examples_own_scores",
     "E ": "test_the_pytest_failure_is_what_pytest_prints",
     "ragbridge: warning: ranking measures:": "test_the_id_warning_is_what_eval_prints",
-    "core/ ": "none: the source tree, not output",
 }
 """Output blocks with no ``$ ragbridge`` line, by their first line, and what checks them."""
 
 
 def test_every_output_block_is_checked() -> None:
     unchecked = [
-        f"README.md:{block.line}: {block.lines[0][:60]}"
+        f"{block.where}: {block.lines[0][:60]}"
         for block in output_blocks()
         if not any(line.startswith("$ ragbridge ") for line in block.lines)
         and not any(block.lines[0].startswith(p) for p in CHECKED_BY_ITS_OWN_TEST)
@@ -312,11 +322,11 @@ def test_the_readme_shows_the_output_of_every_command() -> None:
     assert all(step.shown for step in STEPS), [s.where for s in STEPS if not s.shown]
 
 
-@pytest.mark.parametrize("step", STEPS, ids=lambda s: f"{s.line}-{s.argv[0]}")
+@pytest.mark.parametrize("step", STEPS, ids=lambda s: f"{s.key}-{s.argv[0]}")
 def test_the_readme_output_is_what_the_command_prints(step: Step, ran: Ran) -> None:
-    if step.line not in ran.results:
+    if step.key not in ran.results:
         pytest.skip("git is not installed: the history example needs it to make two commits")
-    code, printed = ran.results[step.line]
+    code, printed = ran.results[step.key]
     assert code == step.expected_exit, f"{step.where}: exit {code}\n" + "\n".join(printed)
     missing = not_printed(step.shown, printed, step.argv[0])
     assert not missing, _explain(step.where, missing, printed)
@@ -326,13 +336,13 @@ def test_the_readme_output_is_what_the_command_prints(step: Step, ran: Ran) -> N
 
 
 def _prose() -> str:
-    """The README with every run of whitespace as one space (prose wraps anywhere)."""
-    return " ".join(readme().split())
+    """The pages with every run of whitespace as one space (prose wraps anywhere)."""
+    return " ".join(site_text().split())
 
 
 def _quoted(pattern: str) -> re.Match[str]:
     found = re.search(pattern, _prose())
-    assert found is not None, f"the README no longer says /{pattern}/: update this test with it"
+    assert found is not None, f"no page says /{pattern}/ any more: update this test with it"
     return found
 
 
@@ -403,7 +413,7 @@ def test_the_judged_comparison_table_is_what_compare_spends(ran: Ran) -> None:
             )
         elif spent := re.fullmatch(r"  (\w+) .*\(([\d,]+) calls, [\d,]+ prompt tokens\)", line):
             per_measure[spent[1], measure] = int(spent[2].replace(",", ""))
-    text = readme().splitlines()
+    text = site_text().splitlines()
     at = text.index(_quoted(r"(\| framework \| judge calls \| prompt tokens \|[^\n]*?\|) \|---")[1])
     measures = [c.strip().replace(" ", "_") for c in text[at].strip("|").split("|")[3:]]
     rows = []
@@ -461,7 +471,7 @@ def _example(name: str) -> Iterator[Any]:
 
 def _block_starting(prefix: str) -> Block:
     found = [b for b in output_blocks() if b.lines and b.lines[0].startswith(prefix)]
-    assert len(found) == 1, f"the README shows {len(found)} output blocks starting {prefix!r}"
+    assert len(found) == 1, f"the pages show {len(found)} output blocks starting {prefix!r}"
     return found[0]
 
 
@@ -488,8 +498,9 @@ QUIET = [f"-pno:{name}" for name in ("cacheprovider", "asyncio", "deepeval", "la
 
 
 def test_the_pytest_failure_is_what_pytest_prints(pytester: pytest.Pytester) -> None:
-    """The README's failure: `assert_rag` as in `examples/framework_sinks.py` (its q1, answered
-    30 days where the context says 25), run by pytest, whose ``E`` lines must be the README's."""
+    """The pytest failure the pages show: `assert_rag` as in `examples/framework_sinks.py` (its
+    q1, answered 30 days where the context says 25), run by pytest, whose ``E`` lines must be the
+    page's."""
     if importlib.util.find_spec("tokenizers") is None:
         pytest.skip("faithfulness:offline needs the local extra (pip install 'ragbridge[local]')")
     block = _block_starting("E ")
@@ -516,7 +527,7 @@ def test_the_pytest_failure_is_what_pytest_prints(pytester: pytest.Pytester) -> 
         os.environ.update(environ)
     result.assert_outcomes(failed=1)
     missing = not_printed(block.lines, result.outlines)
-    assert not missing, _explain(f"README.md:{block.line}: pytest", missing, result.outlines)
+    assert not missing, _explain(f"{block.where}: pytest", missing, result.outlines)
 
 
 def test_the_id_warning_is_what_eval_prints(
@@ -547,7 +558,7 @@ def test_the_id_warning_is_what_eval_prints(
     uuid_ = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
     masked = [uuid_.sub("<uuid>", line) for line in printed]
     missing = not_printed([uuid_.sub("<uuid>", line) for line in block.lines], masked)
-    assert not missing, _explain(f"README.md:{block.line}: ragbridge eval", missing, printed)
+    assert not missing, _explain(f"{block.where}: ragbridge eval", missing, printed)
 
 
 # -- timings: named scripts, not measured here -----------------------------------------------------
@@ -630,7 +641,7 @@ def test_the_short_answer_agreement_figures_are_what_agreement_prints(
 def _exit_examples() -> dict[int, list[str]]:
     """The ``ragbridge: error: ...`` lines the exit-code table shows, by exit code."""
     examples: dict[int, list[str]] = {}
-    for line in readme().splitlines():
+    for line in page_text(FAILURES_PAGE).splitlines():
         row = re.match(r"\| `(\d+)` \|", line)
         if row:
             examples[int(row[1])] = re.findall(r"`(ragbridge: error: [^`]+)`", line)

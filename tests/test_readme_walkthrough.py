@@ -1,13 +1,14 @@
-"""The README's walkthrough ("The eval set's life") runs as written and prints what it shows.
+"""The walkthrough ("The eval set's life", a page of the documentation site) runs as written
+and prints what it shows.
 
-Each ``$ ragbridge ...`` line of the section runs, in order, in one empty folder, in-process,
-against a fake OpenAI-compatible server on 127.0.0.1 (`fake_openai.FakeOpenAI`) whose replies
-come from `walkthrough_judge`: the commands keep their ``--judge openai:gpt-4o-mini`` and the
-server stands in for the endpoint, as ``OPENAI_BASE_URL`` would point a reader's shell at theirs.
-The two people who fill in the form are played by `walkthrough_judge.annotate`, just before the
-command that imports their files.
+Each ``$ ragbridge ...`` line of the page's output blocks runs, in order, in one empty folder,
+in-process, against a fake OpenAI-compatible server on 127.0.0.1 (`fake_openai.FakeOpenAI`) whose
+replies come from `walkthrough_judge`: the commands keep their ``--judge openai:gpt-4o-mini`` and
+the server stands in for the endpoint, as ``OPENAI_BASE_URL`` would point a reader's shell at
+theirs. The two people who fill in the form are played by `walkthrough_judge.annotate`, just
+before the command that imports their files.
 
-Every command must exit 0, and every output line the README shows under it (``...`` marks
+Every command must exit 0, and every output line the page shows under it (``...`` marks
 omitted lines) must appear in what the command printed, in the same order. A command naming a
 dataset placeholder (``FAITHBENCH_DIR``) runs on the development copy in ``../shared/data`` when
 it is there, and is skipped otherwise.
@@ -25,9 +26,9 @@ import walkthrough_judge
 from fake_openai import FakeOpenAI
 
 from ragbridge.adapters.cli.main import main
+from tests.test_readme import WALKTHROUGH_PAGE, page_text, read_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTION = "## The eval set's life"
 DATASETS = {"FAITHBENCH_DIR": ROOT.parent / "shared" / "data" / "faithbench_dev"}
 
 
@@ -38,14 +39,13 @@ class Step:
 
 
 def walkthrough() -> list[Step]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index(SECTION)
-    end = text.find("\n## ", start + len(SECTION))
-    section = text[start : end if end > 0 else len(text)]
+    """The ``$ ragbridge`` lines of the walkthrough page's output blocks, with the lines shown."""
     steps: list[Step] = []
-    for block in re.findall(r"^```\n(.*?)^```", section, re.M | re.S):
+    for block in read_blocks(page_text(WALKTHROUGH_PAGE), WALKTHROUGH_PAGE):
+        if block.lang != "":
+            continue
         current: Step | None = None
-        for line in block.splitlines():
+        for line in block.lines:
             if line.startswith("$ ragbridge "):
                 current = Step(shlex.split(line[2:])[1:])
                 steps.append(current)
@@ -99,7 +99,7 @@ def test_the_walkthrough_runs_as_written(
             assert code == 0, f"{where}: exit {code}\n{captured.err}"
             missing = _in_order(step.shown, printed)
             assert missing is None, (
-                f"{where}: the README shows\n  {missing}\nbut the command printed:\n"
+                f"{where}: {WALKTHROUGH_PAGE} shows\n  {missing}\nbut the command printed:\n"
                 + "\n".join(printed)
             )
     assert Path("eval.test.lock.json").exists()
