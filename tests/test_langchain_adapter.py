@@ -38,6 +38,7 @@ from langchain_core.tools import create_retriever_tool
 from langchain_core.vectorstores import InMemoryVectorStore
 from pydantic import BaseModel
 
+from ragbridge.adapters._extras import install_hint
 from ragbridge.adapters.langchain import (
     LangChainEmbedder,
     LangChainJudge,
@@ -128,7 +129,8 @@ def test_import_without_langchain_names_the_extra() -> None:
         """
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert 'pip install "ragbridge[langchain]"' in out.stdout
+    assert install_hint("langchain") in out.stdout
+    assert "langchain-core" in out.stdout
 
 
 # --------------------------------------------------------------------------- documents

@@ -399,7 +399,7 @@ def test_the_wrapper_keeps_nothing_per_request() -> None:
     in objects the garbage collector tracks (every record, capture, sample or row kept would be
     several per request), not in time. The 10,000-request traced-memory test of the same
     scorer is tests/test_shadow_core.py::test_memory_stays_flat_over_10000_requests."""
-    from ragbridge.adapters.langchain import _RequestCapture
+    from ragbridge.adapters.langchain.shadow import _RequestCapture
 
     sink = CountingSink()
     wrapped = shadow(_chain(), ["faithfulness"], judge=CountingJudge(), sample_rate=0.05,
