@@ -293,8 +293,8 @@ def test_export_leaves_no_temp_file_and_keeps_the_old_file_on_failure(
     assert good
 
     module, function = {
-        "ragas": ("ragbridge.adapters.ragas_rows", "_ragas_row"),
-        "deepeval": ("ragbridge.adapters.deepeval", "to_dataset"),
+        "ragas": ("ragbridge.adapters.ragas.rows", "ragas_row"),
+        "deepeval": ("ragbridge.adapters.deepeval.test_cases", "to_dataset"),
         "langsmith-examples": ("json", "dumps"),
     }[fmt]
     import importlib

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 pytest.importorskip("ragas")
 pytest.importorskip("deepeval")
 
+from ragbridge.adapters._extras import install_hint
 from ragbridge.adapters.compare import (
     ID_MEASURES,
     JUDGE_MEASURES,
@@ -447,4 +448,4 @@ def test_module_imports_neither_framework_until_asked() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
     )
     assert out.returncode == 0, out.stderr
-    assert 'pip install "ragbridge[ragas]"' in out.stdout
+    assert install_hint("ragas") in out.stdout

@@ -5,7 +5,7 @@ Issue 28: a rerun in the same folder took 0.6-0.8x the first run, mostly Python 
 chunks already computed). The rerun now reads LlamaIndex's chunks from LlamaIndex's own
 ingestion cache and the ragbridge vs RAGAS comparison from the demo's cache
 (`ragbridge.adapters.demo.reuse`), and writes the RAGAS file without importing RAGAS
-(`ragbridge.adapters.ragas_rows`).
+(`ragbridge.adapters.ragas.rows`).
 
 The fast tests check each part on its own; `rerun` runs the demo twice in one folder as a user
 does (a subprocess each, so what the process imported can be read) and checks that the rerun
@@ -166,7 +166,7 @@ def test_the_ragas_file_is_written_without_importing_ragas(tmp_path: Path) -> No
         import sys
         from pathlib import Path
         from ragbridge.adapters.demo.handbook import questions
-        from ragbridge.adapters.ragas_rows import to_ragas_jsonl
+        from ragbridge.adapters.ragas.rows import to_ragas_jsonl
         assert to_ragas_jsonl(questions()[:3], Path(sys.argv[1])) == 3
         print(sorted(m for m in ("ragas", "datasets", "torch") if m in sys.modules))
         """
@@ -183,7 +183,8 @@ def test_the_ragas_file_is_written_without_importing_ragas(tmp_path: Path) -> No
 def test_the_ragas_adapter_still_exports_the_same_writer() -> None:
     if _installed("ragas"):
         pytest.skip("needs pip install 'ragbridge[ragas]'")
-    from ragbridge.adapters import ragas, ragas_rows
+    from ragbridge.adapters import ragas
+    from ragbridge.adapters.ragas import rows as ragas_rows
 
     assert ragas.to_ragas_jsonl is ragas_rows.to_ragas_jsonl
     assert ragas.ragas_extras is ragas_rows.ragas_extras

@@ -198,7 +198,7 @@ def test_ragas_nan_at_a_question_without_relevant_ids_is_its_skip_not_a_judge_er
 
 def test_ragas_nan_without_a_judge_is_never_called_a_judge_error() -> None:
     pytest.importorskip("ragas")
-    from ragbridge.adapters.ragas_provider import _unjudged_nan
+    from ragbridge.adapters.ragas.provider import _unjudged_nan
 
     sample = _no_relevant_doc()[0]
     score = _unjudged_nan("id_context_precision", sample, math.nan)

@@ -83,8 +83,8 @@ def test_every_adapter_that_loads_a_framework_turns_telemetry_off_first() -> Non
     source, so a new adapter that forgets it fails here)."""
     root = Path(__file__).parents[1] / "adapters"
     modules = [
-        "ragas.py",
-        "deepeval.py",
+        "ragas/_framework.py",
+        "deepeval/_framework.py",
         "compare.py",
         "local.py",
         "nli.py",

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from pydantic import BaseModel, Field
 
+from ragbridge.adapters._extras import install_hint
 from ragbridge.core.judging.judge import PermanentJudgeError
 from ragbridge.core.results.evaluation import FailureKind
 from ragbridge.core.sample import Context, Sample
@@ -240,18 +241,22 @@ def test_jsonl_legacy_names_are_refused(tmp_path: Path, legacy: str, instead: st
 @pytest.mark.parametrize(
     ("row", "field"),
     [
-        ({"response": "a"}, "user_input: required"),
-        ({"user_input": 3}, "user_input: required, must be a string, got 3"),
+        # worded by the mapping every framework shares (ragbridge.core.sample_fields)
+        ({"response": "a"}, "user_input: expected a string, got null"),
+        ({"user_input": 3}, "user_input: expected a string, got 3"),
         ({"user_input": [{"content": "hi", "type": "human"}]}, "user_input: multi-turn"),
-        ({"user_input": "q", "retrieved_contexts": "one"}, "retrieved_contexts: must be a list"),
-        ({"user_input": "q", "retrieved_contexts": ["a", 2]}, "retrieved_contexts[1]: must be"),
+        ({"user_input": "q", "retrieved_contexts": "one"}, "retrieved_contexts: expected a list"),
+        ({"user_input": "q", "retrieved_contexts": ["a", 2]}, "retrieved_contexts[1]: expected"),
         (
             {"user_input": "q", "retrieved_contexts": ["a"], "retrieved_context_ids": [1, 2]},
-            "retrieved_context_ids: must be a list with one id per retrieved context (1)",
+            "retrieved_context_ids: expected one id per retrieved context (1)",
         ),
-        ({"user_input": "q", "response": 5}, "response: must be a string"),
+        ({"user_input": "q", "response": 5}, "response: expected a string"),
         ({"user_input": "q", "score": 1}, "score: unknown key"),
-        ({"user_input": "q", EXTRAS_KEY: {"contexts": [{}]}}, "ragbridge.contexts: must be a list"),
+        (
+            {"user_input": "q", EXTRAS_KEY: {"contexts": [{}]}},
+            "ragbridge.contexts: expected one entry per retrieved context (0)",
+        ),
     ],
 )
 def test_jsonl_bad_rows_name_row_and_field(tmp_path: Path, row: dict[str, Any], field: str) -> None:
@@ -739,13 +744,15 @@ def test_counting_judge_replies_parse_with_ragas_own_prompt() -> None:
 
 
 def test_import_without_ragas_names_the_extra() -> None:
+    # The package itself imports lazily (its rows and provider need no RAGAS): the names that
+    # need RAGAS raise on first use.
     code = (
         "import sys\n"
         "sys.modules['ragas'] = None\n"
         "try:\n"
-        "    import ragbridge.adapters.ragas\n"
+        "    from ragbridge.adapters.ragas import RagasJudge\n"
         "except ImportError as exc:\n"
         "    print(exc)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert 'pip install "ragbridge[ragas]"' in out.stdout
+    assert install_hint("ragas") in out.stdout

@@ -239,9 +239,9 @@ def _framework_comparison(samples: list[Sample], embedder: Any, cache: Any) -> t
 
 def _framework_files(out: Path, samples: list[Sample]) -> list[Path]:
     """The eval set as a RAGAS dataset (RAGAS's JSONL form is plain JSON: written without
-    importing RAGAS, `ragbridge.adapters.ragas_rows`) and a DeepEval dataset (written by
+    importing RAGAS, `ragbridge.adapters.ragas.rows`) and a DeepEval dataset (written by
     DeepEval's own ``EvaluationDataset.save_as``)."""
-    from ragbridge.adapters.ragas_rows import to_ragas_jsonl
+    from ragbridge.adapters.ragas.rows import to_ragas_jsonl
 
     ragas_path = out / "ragas_dataset.jsonl"
     to_ragas_jsonl(samples, ragas_path)

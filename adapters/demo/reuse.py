@@ -16,7 +16,7 @@ disk:
   same string and id-based scores of the same answers. `Kept` keeps the comparison under a key
   of everything that decides it: the LangChain samples (less ``metadata["latency_s"]``, which
   differs on every run and which no compared measure reads) and the embedding model. (The
-  RAGAS dataset file needs no RAGAS at all: `ragbridge.adapters.ragas_rows`.)
+  RAGAS dataset file needs no RAGAS at all: `ragbridge.adapters.ragas.rows`.)
 
 Both are kept under `environment_digest`: ragbridge's own source, the Python version, and the
 name and version of every installed distribution. An edit of ragbridge, or an upgraded

@@ -25,8 +25,8 @@ read only what RAGAS reads — the retrieved contexts and ``reference_contexts``
 question or a reference answer. Where such a provider's definition is not the measure's, its
 registry row says so (`ProviderSpec.definition`).
 
-Importing this module is cheap: RAGAS is imported when a score is asked for, and a missing
-install raises ImportError naming the extra (``pip install "ragbridge[ragas]"``).
+Importing this module is cheap: RAGAS is imported when a score is asked for (through
+`ragbridge.adapters.ragas.models`), and a missing install raises ImportError naming the extra.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from ragbridge.adapters._framework_cells import INPUTS, missing, raised
-from ragbridge.core.judging.engine import EmbeddingEngine, JudgeEngine
+from ragbridge.core.judging.embedding import EmbeddingEngine
+from ragbridge.core.judging.engine import JudgeEngine
 from ragbridge.core.metrics.base import Metric, MetricContext
 from ragbridge.core.registry import ProviderSpec, Registry
 from ragbridge.core.results.evaluation import Failure, FailureKind, Score
@@ -130,10 +131,9 @@ ID_HOW: dict[str, str] = {
 """RAGAS's id-based measures (compared with ragbridge's precision@n / recall@n)."""
 
 
-def _adapter() -> Any:
-    from ragbridge.adapters import ragas as adapter  # raises naming the extra
-
-    return adapter
+def _import_ragas() -> None:
+    """Import RAGAS through the one guard: without it, an ImportError naming the extra."""
+    from . import _framework  # noqa: F401
 
 
 # --------------------------------------------------------------------------- one sample
@@ -156,8 +156,10 @@ async def ragas_score(
         gap = missing(sample, INPUTS[measure], measure)
     if gap is not None:
         return gap.model_copy(update={"provider": PROVIDER})
-    adapter = _adapter()
+    _import_ragas()
     from ragas.metrics import collections as rc
+
+    from .models import RagasJudgeError, RagasModernEmbedder
 
     if measure in _STRINGS:
         metric: Any = {
@@ -169,7 +171,7 @@ async def ragas_score(
             result = await metric.ascore(reference=sample.reference, response=sample.answer)
         except Exception as exc:
             return raised("RAGAS", measure, exc, provider=PROVIDER)
-        return _score(adapter, result, measure, None)
+        return _score(result, measure, None)
 
     if engine is None:
         return Score.fail(
@@ -177,7 +179,7 @@ async def ragas_score(
             f"{measure}:ragas needs a judge (judge=...)",
             provider=PROVIDER,
         )
-    llm = _observing_llm(adapter, engine)
+    llm = _observing_llm(engine)
     contexts = [c.text for c in sample.contexts]
     answer, reference = sample.answer or "", sample.reference or ""  # present: checked above
     try:
@@ -193,7 +195,7 @@ async def ragas_score(
                     provider=PROVIDER,
                 )
             result = await rc.AnswerRelevancy(
-                llm=llm, embeddings=adapter.RagasModernEmbedder(embeddings)
+                llm=llm, embeddings=RagasModernEmbedder(embeddings)
             ).ascore(user_input=sample.question, response=answer)
         elif measure == "context_precision":
             result = await rc.ContextPrecision(llm=llm).ascore(
@@ -203,11 +205,11 @@ async def ragas_score(
             result = await rc.ContextRecall(llm=llm).ascore(
                 user_input=sample.question, retrieved_contexts=contexts, reference=reference
             )
-    except adapter.RagasJudgeError as exc:
+    except RagasJudgeError as exc:
         return Score(failure=exc.failure, provider=PROVIDER, judge_model=llm.model, usage=llm.usage)
     except Exception as exc:
         return raised("RAGAS", measure, exc, provider=PROVIDER, usage=llm.usage, model=llm.model)
-    score = _score(adapter, result, measure, llm)
+    score = _score(result, measure, llm)
     if measure == "faithfulness" and score.value is None and _no_statements(llm.replies):
         failure = Failure(
             kind=FailureKind.NO_CLAIMS,
@@ -223,7 +225,7 @@ async def ragas_non_llm_score(measure: str, sample: Sample) -> Score:
     gap = missing(sample, NON_LLM_INPUTS, measure)
     if gap is not None:
         return gap.model_copy(update={"provider": PROVIDER})
-    adapter = _adapter()
+    _import_ragas()
     from ragas.dataset_schema import SingleTurnSample
 
     with warnings.catch_warnings():  # RAGAS 0.4.3 has no collections version of these yet
@@ -243,7 +245,7 @@ async def ragas_non_llm_score(measure: str, sample: Sample) -> Score:
         value = await metric.single_turn_ascore(row)
     except Exception as exc:
         return raised("RAGAS", measure, exc, provider=PROVIDER)
-    return _unjudged_nan(measure, sample, value) or _score(adapter, value, measure, None)
+    return _unjudged_nan(measure, sample, value) or _score(value, measure, None)
 
 
 def _absent(sample: Sample, fields: Sequence[str], measure: str) -> Score | None:
@@ -275,7 +277,9 @@ async def ragas_id_score(measure: str, sample: Sample) -> Score:
             f"{measure} needs an id on every context and relevance labels",
             provider=PROVIDER,
         )
-    adapter = _adapter()
+    _import_ragas()
+    from .datasets import to_ragas_dataset
+
     with warnings.catch_warnings():  # RAGAS 0.4.3 has no collections version of these yet
         warnings.simplefilter("ignore", DeprecationWarning)
         from ragas.metrics import IDBasedContextPrecision, IDBasedContextRecall
@@ -283,18 +287,19 @@ async def ragas_id_score(measure: str, sample: Sample) -> Score:
     metric: Any = (
         IDBasedContextPrecision() if measure == "id_context_precision" else IDBasedContextRecall()
     )
-    (row,) = adapter.to_ragas_dataset([sample]).samples
+    (row,) = to_ragas_dataset([sample]).samples
     try:
         value = await metric.single_turn_ascore(row)
     except Exception as exc:
         return raised("RAGAS", measure, exc, provider=PROVIDER)
-    return _unjudged_nan(measure, sample, value) or _score(adapter, value, measure, None)
+    return _unjudged_nan(measure, sample, value) or _score(value, measure, None)
 
 
-def _observing_llm(adapter: Any, engine: JudgeEngine) -> Any:
+def _observing_llm(engine: JudgeEngine) -> Any:
     """A fresh `RagasInstructorJudge` on ``engine`` that records each (schema name, reply)."""
+    from .models import RagasInstructorJudge
 
-    class ObservingJudge(adapter.RagasInstructorJudge):  # type: ignore[misc]
+    class ObservingJudge(RagasInstructorJudge):
         def __init__(self, engine: JudgeEngine) -> None:
             super().__init__(engine)
             self.replies: list[tuple[str, BaseModel]] = []
@@ -341,8 +346,10 @@ def _unjudged_nan(measure: str, sample: Sample, value: Any) -> Score | None:
     )
 
 
-def _score(adapter: Any, result: Any, measure: str, llm: Any) -> Score:
-    score: Score = adapter.score_from_ragas(result, metric=measure)
+def _score(result: Any, measure: str, llm: Any) -> Score:
+    from .results import score_from_ragas
+
+    score = score_from_ragas(result, metric=measure)
     update: dict[str, Any] = {}
     if score.value is not None and score.reason is None:
         update["reason"] = NO_REASON

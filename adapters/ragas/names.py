@@ -33,7 +33,14 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Literal
 
-__all__ = ["RAGAS_ALIASES", "RAGAS_METRIC_NAMES", "Names", "measure_of", "ragas_name"]
+__all__ = [
+    "RAGAS_ALIASES",
+    "RAGAS_METRIC_NAMES",
+    "RAGAS_NAMES",
+    "Names",
+    "measure_of",
+    "ragas_name",
+]
 
 Names = Literal["ragas", "ragbridge"]
 """Whose names a ragbridge measure goes by on the RAGAS side: RAGAS's (default) or ragbridge's."""
@@ -66,6 +73,13 @@ RAGAS_ALIASES: Mapping[str, str] = MappingProxyType(
 )
 """Other RAGAS names of the same measures (classes RAGAS names differently), accepted as
 input; the output name is still the table's."""
+
+RAGAS_NAMES: dict[str, str] = {
+    **{ragas: ours for ours, ragas in RAGAS_METRIC_NAMES.items() if ragas != ours},
+    **RAGAS_ALIASES,
+}
+"""RAGAS metric names accepted for the ragbridge measure of the same meaning (the column keeps
+the RAGAS name): `RAGAS_METRIC_NAMES` read backwards, and RAGAS's other names for them."""
 
 
 def measure_of(name: str) -> str | None:
