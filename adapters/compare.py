@@ -5,8 +5,8 @@ Why it exists: "our faithfulness is 0.71, RAGAS says 0.64" is only worth discuss
 numbers come from the same samples, the same judge model and the same cached judge replies, and
 when what cannot be compared is said out loud. A comparison is "run every provider of these
 measures on the same samples with the same judge": each framework's implementation is a
-provider in the registry (`ragbridge.adapters.ragas_provider`,
-`ragbridge.adapters.deepeval_provider`), which is where running RAGAS or DeepEval on one sample
+provider in the registry (`ragbridge.adapters.ragas.provider`,
+`ragbridge.adapters.deepeval.provider`), which is where running RAGAS or DeepEval on one sample
 lives; `ragbridge.core.results.crosscheck` does the statistics. This module plans the columns, runs
 the cells and turns them into one ragbridge `Evaluation` per column.
 
@@ -56,8 +56,9 @@ from typing_extensions import Unpack
 
 from ragbridge.adapters._framework_cells import missing
 from ragbridge.adapters._frameworks import framework_noise_off, quiet_frameworks
-from ragbridge.adapters.deepeval_provider import deepeval_score
-from ragbridge.adapters.ragas_provider import (
+from ragbridge.adapters._samples import distinct_samples
+from ragbridge.adapters.deepeval.provider import deepeval_score
+from ragbridge.adapters.ragas.provider import (
     NON_LLM_INPUTS,
     ids_present,
     ragas_id_score,
@@ -65,7 +66,8 @@ from ragbridge.adapters.ragas_provider import (
     ragas_score,
 )
 from ragbridge.core.cache.backend import CacheBackend
-from ragbridge.core.judging.engine import EmbeddingEngine, JudgeEngine
+from ragbridge.core.judging.embedding import EmbeddingEngine
+from ragbridge.core.judging.engine import JudgeEngine
 from ragbridge.core.results.crosscheck import CrossComparison, Skipped, compare_frameworks
 from ragbridge.core.results.evaluation import Evaluation, FailureKind, Score, Usage
 from ragbridge.core.sample import Sample
@@ -132,7 +134,7 @@ def providers() -> dict[str, dict[str, str]]:
     """Measure -> column label -> what computes it, read from the registry (the providers'
     ``how``). For the non-LLM measures the ``"ragbridge"`` column is scored under
     ``"ragbridge:offline"`` when that framework is asked for."""
-    from ragbridge.adapters.ragas_provider import ID_HOW
+    from ragbridge.adapters.ragas.provider import ID_HOW
 
     out: dict[str, dict[str, str]] = {}
     for measure in MEASURES:
@@ -300,19 +302,9 @@ async def acompare_frameworks_on(
 
 
 def _check_samples(samples: Iterable[Sample]) -> list[Sample]:
-    items = list(samples)
+    items = distinct_samples(samples)
     if not items:
         raise ValueError("no samples to compare")
-    seen: dict[str, int] = {}
-    for i, sample in enumerate(items):
-        if not isinstance(sample, Sample):
-            raise TypeError(f"samples[{i}]: expected a Sample, got {type(sample).__name__}")
-        if sample.id in seen:
-            first = seen[sample.id]
-            raise ValueError(
-                f"samples[{i}]: id: duplicate sample id {sample.id!r} (first at [{first}])"
-            )
-        seen[sample.id] = i
     return items
 
 
@@ -535,7 +527,7 @@ class _Plan:
     # -- RAGAS
 
     def _ragas_jobs(self) -> list[Callable[[], Awaitable[list[_Cell]]]]:
-        from ragbridge.adapters import ragas  # noqa: F401  (raises naming the extra)
+        from ragbridge.adapters.ragas import models  # noqa: F401  (raises naming the extra)
 
         return [
             self._ragas_job(label, measure, sample)
@@ -565,7 +557,7 @@ class _Plan:
         measures = [m for m in self.measures if self.runs("deepeval", m)]
         if not measures:
             return []
-        from ragbridge.adapters import deepeval  # noqa: F401  (raises naming the extra)
+        from ragbridge.adapters.deepeval import models  # noqa: F401  (raises naming the extra)
 
         return [self._deepeval_job(m, s) for m in measures for s in self.samples]
 
@@ -596,7 +588,7 @@ def _bind_scorer(
 
 def _bind_ids(label: str, names: list[str], sample: Sample) -> Callable[[], Awaitable[list[_Cell]]]:
     async def job() -> list[_Cell]:
-        from ragbridge.core.retrieval import score_sample
+        from ragbridge.core.retrieval import score_ranking
 
         n = len(sample.contexts)
         out: list[_Cell] = []
@@ -609,7 +601,7 @@ def _bind_ids(label: str, names: list[str], sample: Sample) -> Callable[[], Awai
             else:
                 family = "precision" if name == "id_context_precision" else "recall"
                 measure = f"{family}@{n}"
-                score = score_sample(sample, [measure])[measure]
+                score = score_ranking(sample, [measure])[measure]
             out.append((label, name, sample.id, score))
         return out
 

@@ -200,13 +200,15 @@ def test_bad_test_cases_raise_value_errors_naming_the_case_and_field() -> None:
         from_test_case(tc)
     tc = LLMTestCase(input="q", actual_output="a")
     tc.actual_output = 5  # type: ignore[assignment]
-    with pytest.raises(ValueError, match="actual_output: expected a string, got int"):
+    with pytest.raises(ValueError, match="actual_output: expected a string, got 5"):
         from_test_case(tc)
     edited = to_test_case(SAMPLES[0])
     assert edited.retrieval_context is not None
     edited.retrieval_context = edited.retrieval_context[:1]
     with pytest.raises(
-        ValueError, match=r"name='s1': metadata\['ragbridge'\]\.contexts: 2 entries"
+        ValueError,
+        match=r"name='s1': metadata\['ragbridge'\]\.contexts: expected one entry per retrieved "
+        r"context \(1\), got 2",
     ):
         from_test_case(edited)
     bad_grade = to_test_case(SAMPLES[0])

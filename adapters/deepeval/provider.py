@@ -10,8 +10,8 @@ DeepEval has no non-LLM implementation of these measures: its ``deepeval.scorer.
 ROUGE/BLEU/exact-match helpers, but they are not metrics, and its "BLEU" is one n-gram order's
 precision, so no string provider is registered here.
 
-Importing this module is cheap: DeepEval is imported when a score is asked for, and a missing
-install raises ImportError naming the extra (``pip install "ragbridge[deepeval]"``).
+Importing this module is cheap (the registry loads it to list the providers): DeepEval is imported
+when a score is asked for, and a missing install then raises ImportError naming the extra.
 """
 
 from __future__ import annotations
@@ -68,17 +68,17 @@ async def deepeval_score(measure: str, sample: Sample, engine: JudgeEngine | Non
             f"{measure}:deepeval needs a judge (judge=...)",
             provider=PROVIDER,
         )
-    from deepeval import metrics
+    from ._framework import deepeval_metrics  # raises naming the extra
+    from .models import DeepEvalJudge, JudgeCallFailed
+    from .test_cases import to_test_case
 
-    from ragbridge.adapters import deepeval as adapter  # raises naming the extra
-
-    model = adapter.DeepEvalJudge(engine)  # fresh: its usage is this call's
-    cls: Any = getattr(metrics, _MEASURES[measure][0])
+    model = DeepEvalJudge(engine)  # fresh: its usage is this call's
+    cls: Any = getattr(deepeval_metrics, _MEASURES[measure][0])
     metric = cls(model=model, async_mode=True, include_reason=True)
     common: dict[str, Any] = {"provider": PROVIDER, "judge_model": model.engine.model}
     try:
-        await metric.a_measure(adapter.to_test_case(sample), _show_indicator=False)
-    except adapter.JudgeCallFailed as exc:
+        await metric.a_measure(to_test_case(sample), _show_indicator=False)
+    except JudgeCallFailed as exc:
         return Score(failure=exc.failure, usage=model.usage, **common)
     except Exception as exc:
         return raised(

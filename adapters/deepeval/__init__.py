@@ -1,0 +1,108 @@
+"""DeepEval adapter: test cases in and out (`test_cases`), ragbridge's measures as DeepEval
+metrics (`metrics`, `dropins`), judges across the border (`models`), DeepEval as a provider
+(`provider`).
+
+* **Test cases** (`ragbridge.adapters.deepeval.test_cases`): `Sample`s to and from
+  ``LLMTestCase``, ``Golden``, ``EvaluationDataset`` and DeepEval's JSON files, losslessly
+  (what DeepEval has no field for travels under ``metadata["ragbridge"]``, `META_KEY`);
+  hand-built test cases convert too.
+* **Metrics** (`ragbridge.adapters.deepeval.metrics`): any ragbridge measure as a DeepEval
+  ``BaseMetric`` (`as_deepeval_metric`, `RagbridgeMetric`), shown as ``ragbridge/<measure>`` in
+  ragbridge's direction; a failed or skipped ragbridge score is DeepEval's ``error``, never a
+  low score.
+* **Drop-ins** (`ragbridge.adapters.deepeval.dropins`): `FaithfulnessMetric`,
+  `AnswerRelevancyMetric`, `ContextualPrecisionMetric`, `ContextualRecallMetric`,
+  `HallucinationMetric` — DeepEval's class names, arguments, columns, required fields and
+  directions, so that changing the import is the whole migration.
+* **Models** (`ragbridge.adapters.deepeval.models`): `DeepEvalJudge` runs DeepEval's own metrics
+  on a ragbridge judge (retries, cache, usage); `judge_of_model` reads DeepEval's ``model=``.
+* **Provider** (`ragbridge.adapters.deepeval.provider`): ``"faithfulness:deepeval"`` and the
+  other DeepEval RAG metrics as providers of ragbridge's measures (the ``ragbridge.providers``
+  entry point), for `ragbridge.adapters.compare`.
+
+Names are exported lazily, so that the registry can load the provider without importing
+DeepEval; using any name of the adapter without deepeval raises ImportError naming the extra
+(`INSTALL_HINT`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ragbridge.adapters._extras import install_hint
+from ragbridge.core.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from .dropins import (
+        AnswerRelevancyMetric,
+        ContextualPrecisionMetric,
+        ContextualRecallMetric,
+        DeepEvalNamedMetric,
+        FaithfulnessMetric,
+        HallucinationMetric,
+    )
+    from .metrics import RagbridgeMetric, as_deepeval_metric
+    from .models import DeepEvalJudge, JudgeCallFailed, judge_of_model
+    from .test_cases import (
+        META_KEY,
+        from_dataset,
+        from_golden,
+        from_test_case,
+        load_test_cases,
+        save_test_cases,
+        to_dataset,
+        to_golden,
+        to_test_case,
+    )
+
+INSTALL_HINT = install_hint("deepeval")
+"""What to run when the ``deepeval`` extra is missing."""
+
+_EXPORTS: dict[str, str] = {
+    "META_KEY": "test_cases",
+    "from_dataset": "test_cases",
+    "from_golden": "test_cases",
+    "from_test_case": "test_cases",
+    "load_test_cases": "test_cases",
+    "save_test_cases": "test_cases",
+    "to_dataset": "test_cases",
+    "to_golden": "test_cases",
+    "to_test_case": "test_cases",
+    "RagbridgeMetric": "metrics",
+    "as_deepeval_metric": "metrics",
+    "AnswerRelevancyMetric": "dropins",
+    "ContextualPrecisionMetric": "dropins",
+    "ContextualRecallMetric": "dropins",
+    "DeepEvalNamedMetric": "dropins",
+    "FaithfulnessMetric": "dropins",
+    "HallucinationMetric": "dropins",
+    "DeepEvalJudge": "models",
+    "JudgeCallFailed": "models",
+    "judge_of_model": "models",
+}
+
+__all__ = [
+    "INSTALL_HINT",
+    "META_KEY",
+    "AnswerRelevancyMetric",
+    "ContextualPrecisionMetric",
+    "ContextualRecallMetric",
+    "DeepEvalJudge",
+    "DeepEvalNamedMetric",
+    "FaithfulnessMetric",
+    "HallucinationMetric",
+    "JudgeCallFailed",
+    "RagbridgeMetric",
+    "as_deepeval_metric",
+    "from_dataset",
+    "from_golden",
+    "from_test_case",
+    "judge_of_model",
+    "load_test_cases",
+    "save_test_cases",
+    "to_dataset",
+    "to_golden",
+    "to_test_case",
+]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
