@@ -37,8 +37,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from ragbridge.core import Context, Sample, evaluate
 from ragbridge.core.metrics import Faithfulness
-from ragbridge.core.metrics.offline import DEFAULT_SIMILARITY
-from ragbridge.core.metrics.offline.matching import DEFAULT_COVERAGE
+from ragbridge.core.metrics.providers.offline import DEFAULT_SIMILARITY
+from ragbridge.core.metrics.providers.offline.matching import DEFAULT_COVERAGE
 from ragbridge.core.results.stats import auroc
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared/data/faithbench_dev/faithbench.jsonl"

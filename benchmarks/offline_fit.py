@@ -41,9 +41,15 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from ragbridge.core import Sample, evaluate
-from ragbridge.core.metrics.offline.answer_relevance import RELEVANCE_FEATURES, RELEVANCE_MODEL
-from ragbridge.core.metrics.offline.faithfulness import SHORT_ANSWER_MODEL, short_answer_features
-from ragbridge.core.metrics.offline.matching import TermIndex
+from ragbridge.core.metrics.providers.offline.answer_relevance import (
+    RELEVANCE_FEATURES,
+    RELEVANCE_MODEL,
+)
+from ragbridge.core.metrics.providers.offline.faithfulness import (
+    SHORT_ANSWER_MODEL,
+    short_answer_features,
+)
+from ragbridge.core.metrics.providers.offline.matching import TermIndex
 from ragbridge.core.results.stats import auroc
 from ragbridge.core.text.words import sentences
 

@@ -14,7 +14,8 @@ from .exports import lazy_exports
 if TYPE_CHECKING:
     from .cache.disk import Cache
     from .heldout import split_samples
-    from .judging.engine import EmbeddingEngine, JudgeEngine, Price
+    from .judging.embedding import EmbeddingEngine
+    from .judging.engine import JudgeEngine, Price
     from .judging.judge import Embedder, Entailment, EntailmentModel, Judge, JudgeReply
     from .labels.agreement import judge_agreement
     from .labels.human import HumanLabel
@@ -22,7 +23,15 @@ if TYPE_CHECKING:
     from .metrics.base import Metric, MetricContext
     from .results.evaluation import Evaluation, Failure, FailureKind, MetricSummary, Score, Usage
     from .results.stats import compare
-    from .retrieval import Measure, Qrels, Run, evaluate_run, score_sample, score_samples
+    from .retrieval import (
+        Measure,
+        Qrels,
+        Run,
+        evaluate_run,
+        score_ranking,
+        score_samples,
+    )
+    from .retrieval import score_ranking as score_sample  # the former name: warns at run time
     from .sample import (
         Context,
         Sample,
@@ -40,7 +49,7 @@ if TYPE_CHECKING:
 
 _EXPORTS: dict[str, str] = {
     "Cache": "cache.disk",
-    "EmbeddingEngine": "judging.engine",
+    "EmbeddingEngine": "judging.embedding",
     "JudgeEngine": "judging.engine",
     "Scorer": "scoring.scorer",
     "Settings": "settings",
@@ -75,7 +84,8 @@ _EXPORTS: dict[str, str] = {
     "Qrels": "retrieval",
     "Run": "retrieval",
     "evaluate_run": "retrieval",
-    "score_sample": "retrieval",
+    "score_ranking": "retrieval",
+    "score_sample": "retrieval",  # deprecated: resolves with a warning naming score_ranking
     "score_samples": "retrieval",
     "generate_testset": "testset",
     "split_samples": "heldout",
@@ -125,6 +135,7 @@ __all__ = [
     "load_samples",
     "sample_json_schema",
     "save_samples",
+    "score_ranking",
     "score_sample",
     "score_samples",
     "split_samples",

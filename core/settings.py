@@ -17,9 +17,10 @@ from typing import Any
 from typing_extensions import TypedDict
 
 from .cache.backend import CacheBackend
-from .judging.engine import EmbeddingEngine, JudgeEngine, Price
-from .judging.framework_models import as_embedder, as_judge
+from .judging.embedding import EmbeddingEngine
+from .judging.engine import JudgeEngine, Price
 from .judging.judge import Embedder, EntailmentModel, Judge
+from .judging.model_objects import as_embedder, as_judge
 
 __all__ = ["Settings", "SettingsOptions"]
 

@@ -23,7 +23,7 @@ import math
 import re
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Literal, Union
@@ -344,7 +344,7 @@ def minimal_json(schema: Mapping[str, Any], list_length: int = 1) -> Any:
     type ``null``; ``$ref`` into ``$defs``/``definitions`` is followed; ``anyOf``/``oneOf`` take
     the first alternative and ``allOf`` merges its parts. Enough for the schemas pydantic emits.
     """
-    return _from_schema(schema, schema, list_length, 0)
+    return _MinimalJson(schema, list_length).value(schema)
 
 
 def _resolve_ref(ref: str, root: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -361,72 +361,138 @@ def _resolve_ref(ref: str, root: Mapping[str, Any]) -> Mapping[str, Any]:
     return node
 
 
-def _from_schema(
-    schema: Mapping[str, Any], root: Mapping[str, Any], list_length: int, depth: int
-) -> Any:
-    if depth > 50:
-        raise ValueError("minimal_json: schema nests too deeply (a recursive $ref?)")
-    if "$ref" in schema:
-        target = _resolve_ref(str(schema["$ref"]), root)
-        return _from_schema(target, root, list_length, depth + 1)
-    if "const" in schema:
-        return schema["const"]
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return schema["enum"][0]
+_NO_VALUE: Any = object()
+"""`_fixed_value`'s answer for a schema that does not fix its value."""
+
+
+def _union(schema: Mapping[str, Any]) -> list[Any] | None:
+    """The alternatives of the first non-empty ``anyOf`` / ``oneOf``, or None."""
     for key in ("anyOf", "oneOf"):
         options = schema.get(key)
         if isinstance(options, list) and options:
-            if any(isinstance(o, Mapping) and o.get("type") == "null" for o in options):
-                return None
-            return _from_schema(options[0], root, list_length, depth + 1)
+            return options
+    return None
+
+
+def _fixed_value(schema: Mapping[str, Any]) -> Any:
+    """The value a schema allows first when it names it: ``const``, the first ``enum`` value,
+    or null when a union admits it; else `_NO_VALUE`."""
+    if "const" in schema:
+        return schema["const"]
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum:
+        return enum[0]
+    options = _union(schema)
+    if options is not None and any(
+        isinstance(o, Mapping) and o.get("type") == "null" for o in options
+    ):
+        return None
+    return _NO_VALUE
+
+
+def _merged(schema: Mapping[str, Any], root: Mapping[str, Any]) -> dict[str, Any]:
+    """An ``allOf`` schema as one: its parts merged (properties and required lists joined),
+    then the schema's own keywords on top."""
+    merged: dict[str, Any] = {}
+    for part in schema["allOf"]:
+        resolved = _resolve_ref(part["$ref"], root) if "$ref" in part else part
+        for name, value in resolved.items():
+            if name in ("properties", "required") and name in merged:
+                merged[name] = (
+                    {**merged[name], **value} if name == "properties" else merged[name] + value
+                )
+            else:
+                merged[name] = value
+    rest = {k: v for k, v in schema.items() if k != "allOf"}
+    return {**merged, **rest}
+
+
+def _inner_schema(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The schema a composed one stands for: a union's first alternative, or the merged
+    ``allOf``; None for a schema that is not composed."""
+    options = _union(schema)
+    if options is not None:
+        inner: Mapping[str, Any] = options[0]
+        return inner
     if isinstance(schema.get("allOf"), list):
-        merged: dict[str, Any] = {}
-        for part in schema["allOf"]:
-            resolved = _resolve_ref(part["$ref"], root) if "$ref" in part else part
-            for name, value in resolved.items():
-                if name in ("properties", "required") and name in merged:
-                    merged[name] = (
-                        {**merged[name], **value} if name == "properties" else merged[name] + value
-                    )
-                else:
-                    merged[name] = value
-        rest = {k: v for k, v in schema.items() if k != "allOf"}
-        return _from_schema({**merged, **rest}, root, list_length, depth + 1)
+        return _merged(schema, root)
+    return None
+
+
+def _kind_of(schema: Mapping[str, Any]) -> str | None:
+    """The schema's type: the first of a list of types (``"null"`` when null is among them),
+    ``"object"`` for untyped properties, else None (any JSON value)."""
     kind = schema.get("type")
     if isinstance(kind, list):
         if "null" in kind:
-            return None
+            return "null"
         kind = kind[0] if kind else None
     if kind is None and "properties" in schema:
-        kind = "object"
-    if kind == "object":
+        return "object"
+    return kind if isinstance(kind, str) else None
+
+
+def _lowest_number(schema: Mapping[str, Any]) -> float:
+    """0, or the schema's positive lower bound (one above an exclusive one)."""
+    low = schema.get("minimum", schema.get("exclusiveMinimum"))
+    if isinstance(low, (int, float)) and low > 0:
+        return low + 1 if "exclusiveMinimum" in schema and "minimum" not in schema else low
+    return 0
+
+
+_SCALARS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+    "string": lambda schema: "x" * max(1, int(schema.get("minLength", 1))),
+    "integer": lambda schema: int(_lowest_number(schema)),
+    "number": lambda schema: float(_lowest_number(schema)),
+    "boolean": lambda schema: False,
+    "null": lambda schema: None,
+}
+"""The minimal value of each scalar type (objects and arrays recurse: `_MinimalJson`)."""
+
+
+@dataclass(frozen=True)
+class _MinimalJson:
+    """`minimal_json`'s walk over one schema (``root`` resolves its ``$ref``s)."""
+
+    root: Mapping[str, Any]
+    list_length: int
+
+    def value(self, schema: Mapping[str, Any], depth: int = 0) -> Any:
+        """In order: a ``$ref`` is followed, a fixed value is taken, a composed schema is
+        replaced by the one it stands for, then the type decides."""
+        if depth > 50:
+            raise ValueError("minimal_json: schema nests too deeply (a recursive $ref?)")
+        if "$ref" in schema:
+            return self.value(_resolve_ref(str(schema["$ref"]), self.root), depth + 1)
+        fixed = _fixed_value(schema)
+        if fixed is not _NO_VALUE:
+            return fixed
+        inner = _inner_schema(schema, self.root)
+        if inner is not None:
+            return self.value(inner, depth + 1)
+        kind = _kind_of(schema)
+        if kind == "object":
+            return self._object(schema, depth)
+        if kind == "array":
+            return self._array(schema, depth)
+        scalar = _SCALARS.get(kind or "")
+        return {} if scalar is None else scalar(schema)  # {} : any JSON value is valid
+
+    def _object(self, schema: Mapping[str, Any], depth: int) -> dict[str, Any]:
         properties = schema.get("properties", {})
-        out: dict[str, Any] = {}
-        for name in schema.get("required", []):
-            sub = properties.get(name, {})
-            out[name] = _from_schema(sub, root, list_length, depth + 1)
-        return out
-    if kind == "array":
-        count = max(list_length, int(schema.get("minItems", 0)))
-        if "maxItems" in schema:
-            count = min(count, int(schema["maxItems"]))
+        return {
+            name: self.value(properties.get(name, {}), depth + 1)
+            for name in schema.get("required", [])
+        }
+
+    def _array(self, schema: Mapping[str, Any], depth: int) -> list[Any]:
         items = schema.get("items", {})
         if isinstance(items, list):  # tuple form: one schema per position
-            return [_from_schema(i, root, list_length, depth + 1) for i in items]
-        return [_from_schema(items, root, list_length, depth + 1) for _ in range(count)]
-    if kind == "string":
-        return "x" * max(1, int(schema.get("minLength", 1)))
-    if kind in ("integer", "number"):
-        low = schema.get("minimum", schema.get("exclusiveMinimum"))
-        number: float = 0
-        if isinstance(low, (int, float)) and low > 0:
-            number = low + 1 if "exclusiveMinimum" in schema and "minimum" not in schema else low
-        return int(number) if kind == "integer" else float(number)
-    if kind == "boolean":
-        return False
-    if kind == "null":
-        return None
-    return {}  # an unconstrained schema ({}): any JSON value is valid
+            return [self.value(item, depth + 1) for item in items]
+        count = max(self.list_length, int(schema.get("minItems", 0)))
+        if "maxItems" in schema:
+            count = min(count, int(schema["maxItems"]))
+        return [self.value(items, depth + 1) for _ in range(count)]
 
 
 @dataclass

@@ -20,16 +20,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragbridge.core.cache.disk import (
-    SCHEMA_VERSION,
-    Cache,
-    CachedReply,
-    CacheStats,
-    cache_key,
-    canonical_json,
-    default_cache_path,
-    open_cache,
-)
+from ragbridge.core.cache.disk import SCHEMA_VERSION, Cache, default_cache_path, open_cache
+from ragbridge.core.cache.request_key import cache_key, canonical_json
+from ragbridge.core.cache.stored import CachedReply, CacheStats
 
 BASE: dict[str, Any] = {
     "model": "gpt-x",
@@ -277,7 +270,8 @@ def test_writes_survive_without_close(tmp_path: Path) -> None:
     db = tmp_path / "killed.sqlite"
     script = (
         "import os, sys\n"
-        "from ragbridge.core.cache.disk import Cache, CachedReply\n"
+        "from ragbridge.core.cache.disk import Cache\n"
+        "from ragbridge.core.cache.stored import CachedReply\n"
         "c = Cache(sys.argv[1])\n"
         "c.put_reply('done', CachedReply('finished'), model='m', template_id='t')\n"
         "c.put_embeddings('m', ['a'], [[1.0]])\n"

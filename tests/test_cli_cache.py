@@ -11,7 +11,8 @@ import pytest
 
 from ragbridge.adapters.cli.main import main
 from ragbridge.core import Context, Sample, evaluate
-from ragbridge.core.cache.disk import Cache, CachedReply
+from ragbridge.core.cache.disk import Cache
+from ragbridge.core.cache.stored import CachedReply
 from ragbridge.core.prompts.faithfulness import ANSWER_ANALYZE, FAITHFULNESS_VERIFY
 from ragbridge.core.prompts.testset import TESTSET_SINGLE
 from ragbridge.core.testing import CountingJudge, HashEmbedder, minimal_instance

@@ -16,7 +16,7 @@ import pytest
 
 from ragbridge.core import Context, Sample, Settings, evaluate
 from ragbridge.core.cache.disk import Cache
-from ragbridge.core.judging.engine import EmbeddingEngine, EmbeddingFailed
+from ragbridge.core.judging.embedding import EmbeddingEngine, EmbeddingFailed
 from ragbridge.core.judging.judge import (
     ConnectionRefused,
     JudgeTimeout,

@@ -10,16 +10,8 @@ import pytest
 from pydantic import BaseModel
 
 from ragbridge.core.cache.disk import Cache
-from ragbridge.core.judging.engine import (
-    JudgeEngine,
-    Price,
-    cost_of,
-    extract_json,
-    parse_reply,
-    schema_instruction,
-    schema_key_json,
-)
-from ragbridge.core.judging.engine import _next_step as next_step
+from ragbridge.core.judging.attempts import next_step
+from ragbridge.core.judging.engine import JudgeEngine, Price, cost_of
 from ragbridge.core.judging.judge import (
     ConnectionRefused,
     JudgeError,
@@ -29,6 +21,12 @@ from ragbridge.core.judging.judge import (
     ProviderUnusable,
     RateLimited,
     ServerError,
+)
+from ragbridge.core.judging.reply_parse import (
+    extract_json,
+    parse_reply,
+    schema_instruction,
+    schema_key_json,
 )
 from ragbridge.core.prompts import PromptTemplate
 from ragbridge.core.results.evaluation import FailureKind, Usage

@@ -145,7 +145,7 @@ class FlakyEmbedder:
 
 def test_embedding_faults_are_retried_like_judge_faults() -> None:
     """Before: 30% embedding faults lost 11 of 50 answer_relevance cells (no retries)."""
-    from ragbridge.core.judging.engine import EmbeddingEngine
+    from ragbridge.core.judging.embedding import EmbeddingEngine
 
     clean = _run(CountingJudge())
     flaky = FlakyEmbedder(HashEmbedder(), seed=2)

@@ -31,7 +31,7 @@ import pytest
 
 if importlib.util.find_spec("tokenizers") is None:
     pytest.skip(
-        'tokenizers is not installed: the local extra is missing (pip install "ragbridge[local]")',
+        'tokenizers is not installed: the local extra is missing (pip install ".[local]")',
         allow_module_level=True,
     )
 
@@ -43,7 +43,7 @@ from ragbridge.adapters.local import (
     default_backend,
 )
 from ragbridge.core.cache.disk import Cache
-from ragbridge.core.judging.engine import EmbeddingEngine
+from ragbridge.core.judging.embedding import EmbeddingEngine
 from ragbridge.core.judging.judge import Embedder
 
 HAS_TORCH = all(
@@ -52,7 +52,7 @@ HAS_TORCH = all(
 )
 needs_torch = pytest.mark.skipif(
     not HAS_TORCH,
-    reason='the torch backend is not installed (pip install "ragbridge[local-torch]")',
+    reason='the torch backend is not installed (pip install ".[local-torch]")',
 )
 HAS_ONNX = all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "onnx"))
 
@@ -109,7 +109,7 @@ def numpy_embedder() -> LocalEmbedder:
 def onnx_embedder() -> LocalEmbedder:
     """The default model on the onnx backend (skipped without onnxruntime and onnx)."""
     if not HAS_ONNX:
-        pytest.skip('the onnx backend is not installed (pip install "ragbridge[local]")')
+        pytest.skip('the onnx backend is not installed (pip install ".[local]")')
     return LocalEmbedder(backend="onnx")
 
 
@@ -117,7 +117,7 @@ def onnx_embedder() -> LocalEmbedder:
 def torch_embedder() -> LocalEmbedder:
     """The default model on the torch backend (sentence-transformers), loaded lazily too."""
     if not HAS_TORCH:
-        pytest.skip('the torch backend is not installed (pip install "ragbridge[local-torch]")')
+        pytest.skip('the torch backend is not installed (pip install ".[local-torch]")')
     return LocalEmbedder(backend="torch")
 
 
@@ -459,8 +459,8 @@ else:
 """
 
 
-LOCAL = 'pip install "ragbridge[local]"'
-LOCAL_TORCH = 'pip install "ragbridge[local-torch]"'
+LOCAL = 'pip install ".[local]" (in your ragbridge clone)'
+LOCAL_TORCH = 'pip install ".[local-torch]" (in your ragbridge clone)'
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from ragbridge.core.judging.engine import EmbeddingEngine, JudgeEngine
+from ragbridge.core.judging.embedding import EmbeddingEngine
+from ragbridge.core.judging.engine import JudgeEngine
 from ragbridge.core.metrics import (
     AnswerCorrectness,
     AnswerRelevance,

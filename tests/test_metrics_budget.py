@@ -8,7 +8,8 @@ from collections.abc import Hashable
 
 import pytest
 
-from ragbridge.core.judging.engine import EmbeddingEngine, JudgeEngine
+from ragbridge.core.judging.embedding import EmbeddingEngine
+from ragbridge.core.judging.engine import JudgeEngine
 from ragbridge.core.metrics import (
     ALL_LLM_METRICS,
     AnswerRelevance,

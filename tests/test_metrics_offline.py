@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from ragbridge.core import Context, Sample, evaluate
-from ragbridge.core.judging.engine import EmbeddingEngine
+from ragbridge.core.judging.embedding import EmbeddingEngine
 from ragbridge.core.judging.judge import Entailment
 from ragbridge.core.metrics import (
     AnswerRelevance,
@@ -23,16 +23,16 @@ from ragbridge.core.metrics import (
     Hallucination,
 )
 from ragbridge.core.metrics.base import MetricContext
-from ragbridge.core.metrics.offline import (
+from ragbridge.core.metrics.providers.offline import (
     AnswerSimilarity,
     ContextUsage,
     is_noncommittal,
 )
-from ragbridge.core.metrics.offline import (
+from ragbridge.core.metrics.providers.offline import (
     shortlist as _shortlist,
 )
-from ragbridge.core.metrics.offline.faithfulness import SHORT_ANSWER_MODEL
-from ragbridge.core.metrics.offline.matching import DEFAULT_COVERAGE
+from ragbridge.core.metrics.providers.offline.faithfulness import SHORT_ANSWER_MODEL
+from ragbridge.core.metrics.providers.offline.matching import DEFAULT_COVERAGE
 from ragbridge.core.results.evaluation import FailureKind
 from ragbridge.core.testing import HashEmbedder
 from ragbridge.core.text.words import abstention, normalise, salient, sentences, terms

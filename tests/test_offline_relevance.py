@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from ragbridge.core import Sample
-from ragbridge.core.judging.engine import EmbeddingEngine
+from ragbridge.core.judging.embedding import EmbeddingEngine
 from ragbridge.core.metrics import AnswerRelevance
 from ragbridge.core.metrics.base import MetricContext
-from ragbridge.core.metrics.offline.answer_relevance import RELEVANCE_MODEL
-from ragbridge.core.metrics.offline.question_form import expectation, is_numeric_answer
+from ragbridge.core.metrics.providers.offline.answer_relevance import RELEVANCE_MODEL
+from ragbridge.core.metrics.providers.offline.question_form import expectation, is_numeric_answer
 from ragbridge.core.results.evaluation import Score
 
 DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "short_answer_dev"

@@ -36,7 +36,8 @@ from ragbridge.adapters.openai import (
 )
 from ragbridge.adapters.openai_dialect import forget_dialects
 from ragbridge.core import Embedder, Judge, JudgeEngine, Sample, evaluate
-from ragbridge.core.judging.engine import EmbeddingEngine, EmbeddingFailed, JudgeCall
+from ragbridge.core.judging.embedding import EmbeddingEngine, EmbeddingFailed
+from ragbridge.core.judging.engine import JudgeCall
 from ragbridge.core.judging.judge import (
     ConnectionRefused,
     JudgeError,
@@ -174,8 +175,9 @@ def test_import_without_httpx_names_the_extra() -> None:
         """
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert 'pip install "ragbridge[openai]"' in out.stdout
-    assert INSTALL_HINT == 'pip install "ragbridge[openai]"'
+    assert INSTALL_HINT in out.stdout
+    assert INSTALL_HINT == 'pip install ".[openai]" (in your ragbridge clone)'
+    assert "needs httpx" in out.stdout
 
 
 # --------------------------------------------------------------------------- requests

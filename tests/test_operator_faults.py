@@ -31,8 +31,9 @@ from pydantic import BaseModel
 from ragbridge.adapters.cli import main
 from ragbridge.core import Settings, evaluate
 from ragbridge.core.cache.backend import CacheBackend
-from ragbridge.core.cache.disk import Cache, CachedReply, CacheStats
+from ragbridge.core.cache.disk import Cache
 from ragbridge.core.cache.guard import CacheGuard
+from ragbridge.core.cache.stored import CachedReply, CacheStats
 from ragbridge.core.judging.error_text import describe_error
 from ragbridge.core.judging.judge import JudgeReply, Message, ProviderUnusable
 from ragbridge.core.judging.limits import Breaker, Outcome

@@ -19,7 +19,8 @@ import pytest
 
 from ragbridge.core import prompts
 from ragbridge.core.cache.disk import Cache
-from ragbridge.core.judging.engine import EmbeddingEngine, JudgeEngine
+from ragbridge.core.judging.embedding import EmbeddingEngine
+from ragbridge.core.judging.engine import JudgeEngine
 from ragbridge.core.metrics import MetricContext
 from ragbridge.core.prompts import PromptTemplate
 from ragbridge.core.prompts.base import Reply

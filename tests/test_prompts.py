@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ragbridge.core import prompts
-from ragbridge.core.judging.engine import schema_instruction
+from ragbridge.core.judging.reply_parse import schema_instruction
 from ragbridge.core.prompts import DATA_NOT_INSTRUCTIONS, PromptTemplate, task_tag
 from ragbridge.core.prompts.compact_schema import compact_schema
 from ragbridge.core.testing import minimal_instance, task_of

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytest.importorskip("redis", reason='redis-py not installed: pip install "ragbridge[redis]"')
+pytest.importorskip("redis", reason='redis-py not installed: pip install ".[redis]"')
 
 import redis
 
@@ -35,7 +35,8 @@ from ragbridge.adapters.redis_cache import (
 )
 from ragbridge.core import Context, Sample, Settings, evaluate
 from ragbridge.core.cache.backend import CacheBackend, redact_url
-from ragbridge.core.cache.disk import Cache, CachedReply, facts_json, open_cache, text_hash
+from ragbridge.core.cache.disk import Cache, open_cache
+from ragbridge.core.cache.stored import CachedReply, facts_json, text_hash
 from ragbridge.core.sample import save_samples
 from ragbridge.core.testing import CountingJudge, HashEmbedder
 
@@ -482,7 +483,8 @@ def test_a_server_lost_during_a_run_is_an_error_not_a_wrong_answer() -> None:
 def test_two_processes_share_one_cache(redis_url: str) -> None:
     code = textwrap.dedent(
         f"""
-        from ragbridge.core.cache.disk import CachedReply, open_cache
+        from ragbridge.core.cache.disk import open_cache
+        from ragbridge.core.cache.stored import CachedReply
         cache = open_cache({redis_url!r})
         cache.put_reply("from-child", CachedReply("hello", 1, 1), model="m", template_id="t")
         cache.put_embeddings("m", ["child text"], [[0.1, 0.2]])
@@ -517,7 +519,8 @@ def test_import_without_redis_py_names_the_extra() -> None:
         """
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert 'pip install "ragbridge[redis]"' in out.stdout
+    assert 'pip install ".[redis]" (in your ragbridge clone)' in out.stdout
+    assert "needs redis-py" in out.stdout
 
 
 def test_a_url_given_to_the_sqlite_cache_is_refused_not_made_a_folder(

@@ -29,7 +29,8 @@ from ragbridge.core import Context, Sample, Settings, evaluate
 from ragbridge.core.cache.disk import Cache
 from ragbridge.core.cache.result_key import CONTEXT_PARTS, FIELDS, fields_read, sample_body
 from ragbridge.core.cache.scores import ResultReuse
-from ragbridge.core.judging.engine import EmbeddingEngine, JudgeEngine
+from ragbridge.core.judging.embedding import EmbeddingEngine
+from ragbridge.core.judging.engine import JudgeEngine
 from ragbridge.core.judging.judge import Entailment, JudgeReply, Message
 from ragbridge.core.metrics import Faithfulness, graders
 from ragbridge.core.metrics.base import Metric, MetricContext

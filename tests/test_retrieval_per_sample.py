@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ragbridge.core import Context, Sample, score_sample, score_samples
+from ragbridge.core import Context, Sample, score_ranking, score_samples
 from ragbridge.core.results.evaluation import FailureKind
 
 
@@ -21,7 +21,7 @@ def _sample(
 
 def test_values_come_from_context_order_against_relevance() -> None:
     sample = _sample("s", ["d3", "d1", "d7", "d2"], {"d1": 1, "d2": 2, "d9": 1, "d3": 0})
-    scores = score_sample(
+    scores = score_ranking(
         sample,
         ["hit_rate@1", "hit_rate@2", "mrr", "precision@2", "recall@4", "f1@4", "ndcg@3",
          "average_precision", "r_precision"],
@@ -73,12 +73,12 @@ def test_no_answer_question_skips_ranking_measures_and_scores_no_answer() -> Non
 
 def test_declining_counts_as_no_answer_even_with_contexts() -> None:
     sample = _sample("s", ["d1"], {}, metadata={"declined": True})
-    assert score_sample(sample, ["no_answer"])["no_answer"].value == 1.0
+    assert score_ranking(sample, ["no_answer"])["no_answer"].value == 1.0
 
 
 def test_no_answer_is_skipped_for_answerable_questions() -> None:
     sample = _sample("s", ["d1"], {"d1": 1})
-    score = score_sample(sample, ["no_answer"])["no_answer"]
+    score = score_ranking(sample, ["no_answer"])["no_answer"]
     assert score.status == "skipped"
 
 
@@ -101,7 +101,7 @@ def test_unlabelled_and_missing_ids_are_typed_failures() -> None:
 
 def test_repeated_document_ids_count_once() -> None:
     sample = _sample("s", ["d1", "d1", "d2"], {"d1": 1, "d2": 1})
-    scores = score_sample(sample, ["precision@2", "recall@2"])
+    scores = score_ranking(sample, ["precision@2", "recall@2"])
     assert scores["precision@2"].value == 1.0  # d1, d2 after the duplicate is dropped
     assert scores["recall@2"].value == 1.0
 
@@ -120,17 +120,17 @@ def test_evaluation_keeps_sample_order_and_rejects_counts() -> None:
 def test_an_abstaining_answer_counts_as_declined() -> None:
     for answer in ("I don't know.", "The context does not say.", "Sorry, I could not find that."):
         sample = _sample("s", ["d1"], {}, answer=answer)
-        score = score_sample(sample, ["no_answer"])["no_answer"]
+        score = score_ranking(sample, ["no_answer"])["no_answer"]
         assert score.value == 1.0, answer
         assert "abstains" in (score.reason or "")
     stated = _sample("s", ["d1"], {}, answer="The office opens at 9.")
-    assert score_sample(stated, ["no_answer"])["no_answer"].value == 0.0
+    assert score_ranking(stated, ["no_answer"])["no_answer"].value == 0.0
 
 
 def test_ids_that_match_no_label_are_flagged_on_the_sample() -> None:
     """A sample whose retrieved ids are none of its labels: a 0 that says why."""
     sample = _sample("s", ["chunk-7", "chunk-2"], {"doc-1": 1, "doc-4": 0})
-    score = score_sample(sample, ["recall@5"])["recall@5"]
+    score = score_ranking(sample, ["recall@5"])["recall@5"]
     assert score.value == 0.0
     assert score.details is not None
     assert score.details["ids_matched"] == 0  # type: ignore[call-overload]
@@ -173,6 +173,6 @@ def test_llamaindex_node_labels_name_use_ref_doc_id_false() -> None:
         Context(text="b", id="faq", metadata={"node_id": "n-9", "ref_doc_id": "faq"}),
     ]
     sample = Sample(id="s", question="q", contexts=contexts, relevance={"n-9": 1})
-    score = score_sample(sample, ["mrr"])["mrr"]
+    score = score_ranking(sample, ["mrr"])["mrr"]
     assert score.failure is not None
     assert "use_ref_doc_id=False" in score.failure.message

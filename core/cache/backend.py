@@ -9,9 +9,9 @@ looked up among the ``ragbridge.caches`` entry points (``redis://`` is
 `ragbridge.adapters.redis_cache`), so the core imports no database client.
 
 The promises of `ragbridge.core.cache.disk` hold for every backend: keys are content addresses
-(`ragbridge.core.cache.disk.cache_key`), every ``put_*`` is durable when it returns (a killed run
-resumes without repeating finished calls), and one object may be shared by many asyncio tasks
-and threads. Housekeeping (``ragbridge cache stats|prune``) stays SQLite-only.
+(`ragbridge.core.cache.request_key.cache_key`), every ``put_*`` is durable when it returns (a
+killed run resumes without repeating finished calls), and one object may be shared by many
+asyncio tasks and threads. Housekeeping (``ragbridge cache stats|prune``) stays SQLite-only.
 
 A backend whose store fails mid-run (a server gone, a file deleted, a full disk) raises OSError
 (or an ``sqlite3.DatabaseError``) and never returns a wrong entry; a run's cache is wrapped in
@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from .disk import CachedReply, CacheStats
+    from .stored import CachedReply, CacheStats
 
 __all__ = [
     "CACHE_ENTRY_POINTS",

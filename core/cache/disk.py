@@ -14,20 +14,21 @@ cache file (readers never block the writer, writers wait for each other up to 30
 :class:`Cache` object can be shared by many asyncio tasks and threads (a lock serialises use of
 its single connection). Embeddings are stored as little-endian float32, the precision embedding
 models produce anyway; four bytes per dimension keeps large corpora cheap to cache.
+
+The file's parts live beside it: the request key (`ragbridge.core.cache.request_key`), the stored
+forms and records every backend shares (`ragbridge.core.cache.stored`), the SQL habits of its
+statements (`ragbridge.core.cache.sqlite_io`) and its housekeeping for ``ragbridge cache``
+(`ragbridge.core.cache.maintenance`, a base class of `Cache`). This module opens the file and
+answers a run's gets and puts.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
-import math
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -36,30 +37,11 @@ import numpy as np
 import numpy.typing as npt
 
 from .backend import CacheBackend, is_cache_url, open_backend, redact_url
+from .maintenance import CacheMaintenance
+from .sqlite_io import in_chunks, transaction
+from .stored import CachedReply, decode_vector, encode_vectors, facts_json, text_hash
 
-__all__ = [
-    "CACHE_FORMAT_VERSION",
-    "SCHEMA_VERSION",
-    "Cache",
-    "CacheGroups",
-    "CacheStats",
-    "CachedReply",
-    "EmbeddingGroup",
-    "ReplyGroup",
-    "ReplyRow",
-    "cache_key",
-    "canonical_json",
-    "decode_vector",
-    "default_cache_path",
-    "encode_vectors",
-    "facts_json",
-    "open_cache",
-    "text_hash",
-]
-
-#: Part of every reply key. Bump it when the canonical form of a key changes, so that entries
-#: written under the old form are never mistaken for answers to the new one.
-CACHE_FORMAT_VERSION = 1
+__all__ = ["SCHEMA_VERSION", "Cache", "default_cache_path", "open_cache"]
 
 #: Version of the SQLite layout, kept in the ``meta`` table. A file written by a newer ragbridge
 #: is refused rather than misread.
@@ -68,12 +50,6 @@ SCHEMA_VERSION = 1
 #: Seconds a connection waits for another writer (thread or process) before giving up.
 _BUSY_TIMEOUT_S = 30.0
 
-#: Texts looked up per SELECT: stays well under SQLite's historic 999-parameter limit.
-_LOOKUP_CHUNK = 500
-
-#: Stored vector element type: float32, little-endian whatever the machine, so a cache file can
-#: be copied between hosts.
-_VECTOR_DTYPE = np.dtype("<f4")
 
 _MEMORY = ":memory:"
 
@@ -114,291 +90,11 @@ _ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
 
 
 # --------------------------------------------------------------------------------------------
-# Keys
-# --------------------------------------------------------------------------------------------
-
-
-def _canonical(value: Any, where: str) -> Any:
-    """``value`` rebuilt from plain JSON types, so equal requests serialise identically.
-
-    Mappings become dicts (their key order is dropped later by ``sort_keys``), sequences become
-    lists, and a float with an integral value becomes an int: ``temperature=0`` and
-    ``temperature=0.0`` are the same request and must share a key. ``bool`` stays distinct from
-    ``int`` because JSON keeps them apart. Non-string mapping keys are refused: JSON would turn
-    ``1`` into ``"1"`` and silently merge two different requests.
-    """
-    if value is None or isinstance(value, (str, bool)):
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"{where}: non-finite number {value!r} cannot be part of a cache key")
-        return int(value) if value.is_integer() else value
-    if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise TypeError(f"{where}: mapping keys must be str, got {k!r}")
-            out[k] = _canonical(v, f"{where}.{k}")
-        return out
-    if isinstance(value, (list, tuple)):
-        return [_canonical(v, f"{where}[{i}]") for i, v in enumerate(value)]
-    if isinstance(value, np.generic):
-        return _canonical(value.item(), where)
-    raise TypeError(
-        f"{where}: {type(value).__name__} is not JSON-like and cannot be part of a cache key"
-    )
-
-
-def canonical_json(value: Any, where: str) -> str:
-    """``value`` as the canonical JSON a key hashes: `_canonical`, sorted keys, no spaces."""
-    return json.dumps(
-        _canonical(value, where),
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        allow_nan=False,
-    )
-
-
-def _messages_json(messages: Sequence[Mapping[str, str]]) -> str:
-    """`canonical_json` of chat messages, without the recursive rebuild when it changes nothing.
-
-    Messages are nearly always dicts of strings, which `_canonical` returns as they are; the
-    rebuild was a fifth of the cost of a cache hit. Anything else takes the general path.
-    """
-    plain = all(
-        type(m) is dict and all(type(k) is str and type(v) is str for k, v in m.items())
-        for m in messages
-    )
-    if not plain:
-        return canonical_json(list(messages), "messages")
-    return json.dumps(
-        list(messages), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
-
-
-def cache_key(
-    *,
-    model: str,
-    template_id: str,
-    template_version: str,
-    messages: Sequence[Mapping[str, str]],
-    schema: Mapping[str, Any] | None,
-    params: Mapping[str, Any] | None = None,
-    schema_json: str | None = None,
-) -> str:
-    """The sha256 hex key of one judge request.
-
-    Every input that can change the judge's reply is hashed, so a changed prompt, template
-    version, model, schema or parameter is a cache miss rather than a stale hit. The parts are
-    serialised as canonical JSON (sorted keys, fixed separators, UTF-8 kept as is), so dict key
-    order and whitespace never matter. ``params=None`` and ``params={}`` mean the same request;
-    ``schema=None`` (free text) and ``schema={}`` (any JSON) do not, and get different keys.
-
-    ``schema_json`` is the schema already serialised by `canonical_json` (give it instead of
-    ``schema``): the engine computes it once per schema class, since rebuilding and
-    re-serialising a JSON Schema for every request cost more than the rest of a call. Either
-    way the key is the same.
-    """
-    if schema_json is not None:
-        if schema is not None:
-            raise TypeError("give schema or schema_json, not both")
-        schema_part = schema_json
-    else:
-        schema_part = canonical_json(schema, "schema")
-    # The blob is what json.dumps(parts, sort_keys=True, ...) of the dict of parts gives: the
-    # parts in sorted key order, each serialised alone, so a pre-serialised schema fits in.
-    parts = (
-        ("format", str(CACHE_FORMAT_VERSION)),
-        ("messages", _messages_json(messages)),
-        ("model", canonical_json(model, "model")),
-        ("params", canonical_json(params if params is not None else {}, "params")),
-        ("schema", schema_part),
-        ("template_id", canonical_json(template_id, "template_id")),
-        ("template_version", canonical_json(template_version, "template_version")),
-    )
-    blob = "{" + ",".join(f'"{name}":{text}' for name, text in parts) + "}"
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-
-@contextlib.contextmanager
-def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
-    """One write transaction, taken at once (``BEGIN IMMEDIATE``): another writer waits for it
-    instead of failing half-way; rolled back on any exception, Ctrl-C included."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
-# --------------------------------------------------------------------------------------------
-# Stored forms every backend shares
-# --------------------------------------------------------------------------------------------
-# A networked backend (`ragbridge.core.cache.backend`) stores the same bytes as the SQLite file,
-# so the two answer alike and cannot drift: these helpers are the one definition of each form.
-
-
-def text_hash(text: str) -> str:
-    """Embeddings are keyed by a digest, not the text, so long passages cost 64 bytes each."""
-    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
-
-
-def facts_json(facts: Mapping[str, Any] | None) -> str | None:
-    """The stored form of a reply's ``facts`` (see `Cache.put_reply`), or None for none.
-
-    `_canonical` refuses what JSON would silently change (non-string keys, NaN), so what is
-    read back is what was checked.
-    """
-    if facts is None:
-        return None
-    return json.dumps(_canonical(dict(facts), "facts"), sort_keys=True)
-
-
-def encode_vectors(
-    texts: Sequence[str],
-    vectors: Sequence[Sequence[float]] | npt.NDArray[np.floating[Any]],
-) -> list[tuple[str, int, bytes]]:
-    """``(text_hash, dim, little-endian float32 bytes)`` per text, every vector checked first.
-
-    All vectors are checked before any is returned, so a caller that writes only what this
-    returns leaves its store untouched by a bad batch: misaligned lengths, a vector that is not
-    a non-empty 1-D array of numbers, or a NaN or infinite value (or one beyond float32 range)
-    raise ValueError naming the text's index, because a cached NaN would poison every later run.
-    """
-    if len(texts) != len(vectors):
-        raise ValueError(
-            f"put_embeddings got {len(texts)} texts but {len(vectors)} vectors; "
-            "they must be aligned one to one"
-        )
-    rows: list[tuple[str, int, bytes]] = []
-    for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
-        try:
-            arr = np.asarray(vector, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"embedding for text #{i} is not a vector of numbers: {exc}") from None
-        if arr.ndim != 1 or arr.size == 0:
-            raise ValueError(
-                f"embedding for text #{i} must be a non-empty 1-D vector, got shape {arr.shape}"
-            )
-        with np.errstate(over="ignore"):
-            stored = arr.astype(_VECTOR_DTYPE)
-        if not np.all(np.isfinite(stored)):
-            raise ValueError(
-                f"embedding for text #{i} contains non-finite values "
-                "(NaN, infinity, or beyond float32 range)"
-            )
-        rows.append((text_hash(text), int(arr.size), stored.tobytes()))
-    return rows
-
-
-def decode_vector(blob: bytes, dim: int) -> list[float] | None:
-    """The stored vector as float64 values, or None when ``blob`` does not hold ``dim`` floats.
-
-    A truncated or foreign value is a miss rather than an error: the caller recomputes the
-    vector and the put replaces the bad entry.
-    """
-    if dim <= 0 or len(blob) != dim * _VECTOR_DTYPE.itemsize:
-        return None
-    values: list[float] = np.frombuffer(blob, dtype=_VECTOR_DTYPE).astype(np.float64).tolist()
-    return values
-
-
-# --------------------------------------------------------------------------------------------
-# Records
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CachedReply:
-    """A judge reply as cached: the raw text plus the token usage it cost when it was made.
-
-    The usage is kept so a report can say what a run *would* have cost without the cache.
-    """
-
-    text: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    def __post_init__(self) -> None:
-        """Reject values that would corrupt later cost accounting."""
-        if not isinstance(self.text, str):
-            raise TypeError(f"CachedReply.text must be str, got {type(self.text).__name__}")
-        for name in ("prompt_tokens", "completion_tokens"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"CachedReply.{name} must be a non-negative int, got {value!r}")
-
-
-@dataclass(frozen=True)
-class ReplyRow:
-    """One stored reply as `Cache.reply_rows` yields it (None: not recorded by the writer)."""
-
-    key: str
-    model: str
-    template_id: str
-    template_version: str | None
-    text: str
-    facts: dict[str, Any] | None
-    created: float | None
-
-
-@dataclass(frozen=True)
-class ReplyGroup:
-    """Replies of one model, template and template version (``ragbridge cache stats``)."""
-
-    model: str
-    template_id: str
-    template_version: str | None
-    count: int
-    text_bytes: int
-    oldest: float | None
-    newest: float | None
-
-
-@dataclass(frozen=True)
-class EmbeddingGroup:
-    """Embeddings of one model and dimension; ``unknown_age`` were stored before ages were."""
-
-    model: str
-    dim: int
-    count: int
-    vector_bytes: int
-    unknown_age: int
-
-
-@dataclass(frozen=True)
-class CacheGroups:
-    replies: list[ReplyGroup]
-    embeddings: list[EmbeddingGroup]
-
-
-@dataclass(frozen=True)
-class CacheStats:
-    """Row counts of the cache file, and the hits and misses of one :class:`Cache` object.
-
-    ``hits``/``misses`` count :meth:`Cache.get_reply` calls and individual texts looked up by
-    :meth:`Cache.get_embeddings`, so a second identical run should show ``misses == 0``.
-    """
-
-    replies: int
-    embeddings: int
-    hits: int
-    misses: int
-    results: int = 0
-    """Whole Scores kept for reuse (`ragbridge.core.cache.scores`)."""
-
-
-# --------------------------------------------------------------------------------------------
 # Cache
 # --------------------------------------------------------------------------------------------
 
 
-class Cache:
+class Cache(CacheMaintenance):
     """A SQLite-backed cache of judge replies and embeddings, safe to share across tasks.
 
     ``Cache(path)`` opens (creating it and its parent folders if needed) a cache file, or an
@@ -466,7 +162,7 @@ class Cache:
         """
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
-        with _transaction(conn):
+        with transaction(conn):
             conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             if row is not None:
@@ -641,9 +337,7 @@ class Cache:
         found: dict[str, list[float]] = {}
         with self._lock:
             conn = self._connection()
-            for start in range(0, len(unique), _LOOKUP_CHUNK):
-                chunk = unique[start : start + _LOOKUP_CHUNK]
-                marks = ",".join("?" * len(chunk))
+            for chunk, marks in in_chunks(unique):
                 rows = conn.execute(
                     "SELECT text_hash, dim, vector FROM embeddings "
                     f"WHERE model = ? AND text_hash IN ({marks})",
@@ -679,14 +373,12 @@ class Cache:
         ]
         if not rows:
             return
-        with self._lock:
-            conn = self._writable()
-            with _transaction(conn):
-                conn.executemany(
-                    "INSERT OR REPLACE INTO embeddings (model, text_hash, dim, vector, created) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    rows,
-                )
+        with self._changing(checked=True) as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO embeddings (model, text_hash, dim, vector, created) "
+                "VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
 
     # -- whole results -----------------------------------------------------------------------
 
@@ -699,9 +391,7 @@ class Cache:
         found: dict[str, str] = {}
         with self._lock:
             conn = self._connection()
-            for start in range(0, len(keys), _LOOKUP_CHUNK):
-                chunk = list(keys[start : start + _LOOKUP_CHUNK])
-                marks = ",".join("?" * len(chunk))
+            for chunk, marks in in_chunks(keys):
                 rows = conn.execute(
                     f"SELECT key, score FROM results WHERE key IN ({marks})", chunk
                 ).fetchall()
@@ -717,154 +407,12 @@ class Cache:
         if not rows:
             return
         now = time.time()
-        with self._lock:
-            conn = self._writable()
-            with _transaction(conn):
-                conn.executemany(
-                    "INSERT OR REPLACE INTO results (key, metric, code, score, created) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    [(key, metric, code, score, now) for key, metric, code, score in rows],
-                )
-
-    def result_codes(self) -> dict[str, int]:
-        """How many kept results each code digest wrote."""
-        with self._lock:
-            rows = (
-                self._connection()
-                .execute("SELECT code, COUNT(*) FROM results GROUP BY code")
-                .fetchall()
+        with self._changing(checked=True) as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO results (key, metric, code, score, created) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [(key, metric, code, score, now) for key, metric, code, score in rows],
             )
-        return {str(code): int(n) for code, n in rows}
-
-    def delete_results(self, *, keep_codes: Collection[str] | None = None) -> int:
-        """Delete kept results: all, or those not written by code in ``keep_codes``."""
-        with self._lock:
-            conn = self._connection()
-            if keep_codes is None:
-                return int(conn.execute("DELETE FROM results").rowcount)
-            with _transaction(conn):
-                deleted = 0
-                stale = [
-                    code
-                    for (code,) in conn.execute("SELECT DISTINCT code FROM results")
-                    if code not in keep_codes
-                ]
-                for code in stale:
-                    cursor = conn.execute("DELETE FROM results WHERE code IS ?", (code,))
-                    deleted += cursor.rowcount
-            return deleted
-
-    # -- housekeeping ----------------------------------------------------------------------
-
-    def stats(self) -> CacheStats:
-        """Row counts of the file plus this object's hits and misses."""
-        with self._lock:
-            conn = self._connection()
-            (replies,) = conn.execute("SELECT COUNT(*) FROM replies").fetchone()
-            (embeddings,) = conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()
-            (results,) = conn.execute("SELECT COUNT(*) FROM results").fetchone()
-            return CacheStats(
-                replies=int(replies),
-                embeddings=int(embeddings),
-                hits=self._hits,
-                misses=self._misses,
-                results=int(results),
-            )
-
-    def reply_rows(self) -> Iterator[ReplyRow]:
-        """Every stored reply with what is known about it, for inspection and pruning."""
-        with self._lock:
-            rows = (
-                self._connection()
-                .execute(
-                    "SELECT key, model, template_id, template_version, text, facts, created "
-                    "FROM replies ORDER BY created"
-                )
-                .fetchall()
-            )
-        for key, model, template_id, version, text, facts, created in rows:
-            try:
-                parsed_facts = json.loads(facts) if facts else None
-            except ValueError:
-                parsed_facts = None
-            yield ReplyRow(
-                key=key,
-                model=model or "",
-                template_id=template_id or "",
-                template_version=version,
-                text=text or "",
-                facts=parsed_facts if isinstance(parsed_facts, dict) else None,
-                created=float(created) if created is not None else None,
-            )
-
-    def delete_replies(self, keys: Sequence[str]) -> int:
-        """Delete the replies stored under ``keys`` in one transaction; how many were deleted."""
-        deleted = 0
-        with self._lock:
-            conn = self._connection()
-            with _transaction(conn):
-                for start in range(0, len(keys), _LOOKUP_CHUNK):
-                    chunk = list(keys[start : start + _LOOKUP_CHUNK])
-                    marks = ",".join("?" * len(chunk))
-                    cursor = conn.execute(f"DELETE FROM replies WHERE key IN ({marks})", chunk)
-                    deleted += cursor.rowcount
-        return deleted
-
-    def delete_older_than(self, cutoff: float) -> tuple[int, int]:
-        """Delete replies, embeddings and kept results stored before ``cutoff`` (`time.time`).
-
-        Entries of unknown age (embeddings written before ages were recorded) are kept.
-        Returns (replies deleted, embeddings deleted); kept results are derived from replies, so
-        they go with them and are not counted.
-        """
-        with self._lock:
-            conn = self._connection()
-            with _transaction(conn):
-                replies = conn.execute("DELETE FROM replies WHERE created < ?", (cutoff,))
-                vectors = conn.execute("DELETE FROM embeddings WHERE created < ?", (cutoff,))
-                conn.execute("DELETE FROM results WHERE created < ?", (cutoff,))
-        return replies.rowcount, vectors.rowcount
-
-    def groups(self) -> CacheGroups:
-        """Counts and bytes of replies by (model, template, version) and embeddings by model."""
-        with self._lock:
-            conn = self._connection()
-            replies = conn.execute(
-                "SELECT model, template_id, template_version, COUNT(*), "
-                "COALESCE(SUM(LENGTH(CAST(text AS BLOB))), 0), MIN(created), MAX(created) "
-                "FROM replies GROUP BY model, template_id, template_version "
-                "ORDER BY model, template_id, template_version"
-            ).fetchall()
-            embeddings = conn.execute(
-                "SELECT model, dim, COUNT(*), COALESCE(SUM(LENGTH(vector)), 0), "
-                "SUM(created IS NULL) FROM embeddings GROUP BY model, dim ORDER BY model, dim"
-            ).fetchall()
-        return CacheGroups(
-            replies=[
-                ReplyGroup(m or "", t or "", v, int(n), int(b), lo, hi)
-                for m, t, v, n, b, lo, hi in replies
-            ],
-            embeddings=[
-                EmbeddingGroup(m or "", int(d or 0), int(n), int(b), int(u or 0))
-                for m, d, n, b, u in embeddings
-            ],
-        )
-
-    def vacuum(self) -> None:
-        """Give the space of deleted rows back to the file system."""
-        with self._lock:
-            conn = self._connection()
-            conn.execute("VACUUM")
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-
-    def clear(self) -> None:
-        """Delete every cached reply, embedding and kept result (the hit/miss counters stay)."""
-        with self._lock:
-            conn = self._connection()
-            with _transaction(conn):
-                conn.execute("DELETE FROM replies")
-                conn.execute("DELETE FROM embeddings")
-                conn.execute("DELETE FROM results")
 
 
 # --------------------------------------------------------------------------------------------

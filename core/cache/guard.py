@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .backend import CacheBackend, redact_url
-from .disk import CachedReply, CacheStats
+from .stored import CachedReply, CacheStats
 
 __all__ = ["CacheGuard", "guard_cache", "is_store_error", "lost_cache_lines"]
 

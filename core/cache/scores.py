@@ -27,7 +27,6 @@ answered from the cache (``usage.cached_calls``), as a reply-cache hit would.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import hashlib
 import inspect
@@ -41,13 +40,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .. import __file__ as _CORE_INIT
+from .. import __name__ as _CORE_NAME
 from ..metrics.base import Metric, MetricContext
 from ..results.evaluation import FailureKind, Score
 from ..sample import Sample
 from .backend import CacheBackend
 from .result_key import fields_read, read_set_label, sample_body
 
-__all__ = ["ResultReuse", "code_digest", "score_sample"]
+__all__ = ["ResultReuse", "code_digest"]
 
 #: Failures that say something about this attempt, not about the sample: tried again next run.
 _TRANSIENT = frozenset(
@@ -62,12 +63,23 @@ _TRANSIENT = frozenset(
 )
 
 
+#: The folder of ``ragbridge.core`` (named `_CORE_NAME`), whose whole source decides a core
+#: metric's Scores. Taken from the package itself, not from where this module sits in it: when
+#: this module moved one level down, a digest of "this module's folder" covered the cache's files
+#: only, and an edited prompt or metric no longer invalidated the Scores kept from it.
+_CORE_ROOT = Path(_CORE_INIT).resolve().parent
+
+
+def _core_files() -> list[Path]:
+    """Every source file of ``ragbridge.core``, in a fixed order: what `_core_digest` hashes."""
+    return sorted(_CORE_ROOT.rglob("*.py"))
+
+
 @functools.cache
 def _core_digest() -> str:
-    root = Path(__file__).resolve().parent
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode())
+    for path in _core_files():
+        digest.update(path.relative_to(_CORE_ROOT).as_posix().encode())
         digest.update(b"\0")
         digest.update(path.read_bytes())
     return digest.hexdigest()
@@ -96,8 +108,7 @@ def code_digest(cls: type[Metric], provided: object = None) -> str | None:
 
 
 def _in_core(module: str) -> bool:
-    core = __name__.rsplit(".", 1)[0]
-    return module == core or module.startswith(core + ".")
+    return module == _CORE_NAME or module.startswith(_CORE_NAME + ".")
 
 
 def _digest_of(modules: Sequence[str]) -> str | None:
@@ -258,27 +269,3 @@ def _revive(text: str, latency: float) -> Score | None:
         return Score.model_validate(data)
     except (ValueError, TypeError, AttributeError, ValidationError):
         return None
-
-
-async def score_sample(
-    sample: Sample,
-    metrics: Sequence[Metric],
-    ctx: MetricContext,
-    reuse: ResultReuse | None = None,
-) -> list[Score]:
-    """Every metric on ``sample``, in order: the one way a record is scored.
-
-    ``ctx`` is this sample's own context (its memo shares claims between the metrics); with
-    ``reuse``, kept Scores are read first and only the missing cells are computed, then kept.
-    """
-    if reuse is None or not reuse.active:
-        return list(await asyncio.gather(*(m.score(sample, ctx) for m in metrics)))
-    keys = reuse.keys(sample)
-    found = reuse.lookup(keys)
-    todo = [m for m in metrics if m.name not in found]
-    if todo:
-        fresh = await asyncio.gather(*(m.score(sample, ctx) for m in todo))
-        computed = dict(zip((m.name for m in todo), fresh, strict=True))
-        reuse.store(keys, computed)
-        found.update(computed)
-    return [found[m.name] for m in metrics]

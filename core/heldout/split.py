@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..sample import Sample
@@ -96,30 +96,14 @@ def split_samples(
     if not (math.isfinite(dev_share) and 0.0 < dev_share < 1.0):
         raise ValueError(f"the dev share must lie within (0, 1), got {dev_share}")
     items = list(samples)
-    by_id: dict[str, Sample] = {}
-    for sample in items:
-        if sample.id in by_id:
-            raise ValueError(f"duplicate sample id {sample.id!r}: ids must be unique to split")
-        by_id[sample.id] = sample
+    by_id = _by_id(items)
     groups: list[list[str]] = []
     if keep_duplicates_together:
         groups = duplicate_groups({s.id: s.question for s in items}, threshold=near_duplicate)
-    grouped = {sid for group in groups for sid in group}
-    units = groups + [[s.id] for s in items if s.id not in grouped]
     ranks = {s.id: rank(s.id, seed) for s in items}
-    strata: dict[str, list[list[str]]] = {}
-    for unit in units:
-        key = _unit_stratum([by_id[sid] for sid in unit]) if stratify else "all"
-        strata.setdefault(key, []).append(unit)
     dev_ids: set[str] = set()
-    for members in strata.values():
-        members.sort(key=lambda unit: min(ranks[sid] for sid in unit))
-        n = sum(len(unit) for unit in members)
-        room = n - held_out_size(n, dev_share)
-        for unit in members:
-            if len(unit) <= room:
-                dev_ids.update(unit)
-                room -= len(unit)
+    for members in _units_by_stratum(items, groups, by_id, stratify).values():
+        dev_ids.update(_dev_units(members, ranks, dev_share))
     dev = [s for s in items if s.id in dev_ids]
     test = [s for s in items if s.id not in dev_ids]
     if not dev or not test:
@@ -130,6 +114,48 @@ def split_samples(
         )
     kept = sorted((sorted(g, key=ranks.__getitem__) for g in groups), key=lambda g: ranks[g[0]])
     return Split(dev, test, seed, dev_share, kept)
+
+
+def _by_id(items: Sequence[Sample]) -> dict[str, Sample]:
+    """The samples by id; a repeated id is refused (a split is a partition of ids)."""
+    by_id: dict[str, Sample] = {}
+    for sample in items:
+        if sample.id in by_id:
+            raise ValueError(f"duplicate sample id {sample.id!r}: ids must be unique to split")
+        by_id[sample.id] = sample
+    return by_id
+
+
+def _units_by_stratum(
+    items: Sequence[Sample],
+    groups: list[list[str]],
+    by_id: Mapping[str, Sample],
+    stratify: bool,
+) -> dict[str, list[list[str]]]:
+    """The units a split places, by stratum: each duplicate group is one unit, every other
+    sample a unit of its own (one stratum, ``all``, when not stratified)."""
+    grouped = {sid for group in groups for sid in group}
+    units = groups + [[s.id] for s in items if s.id not in grouped]
+    strata: dict[str, list[list[str]]] = {}
+    for unit in units:
+        key = _unit_stratum([by_id[sid] for sid in unit]) if stratify else "all"
+        strata.setdefault(key, []).append(unit)
+    return strata
+
+
+def _dev_units(members: list[list[str]], ranks: Mapping[str, str], dev_share: float) -> set[str]:
+    """The ids of one stratum that go to dev: units in rank order (a unit ranks as its lowest
+    member) while they fit the room `held_out_size` leaves; a unit too big for what is left goes
+    to test."""
+    members.sort(key=lambda unit: min(ranks[sid] for sid in unit))
+    n = sum(len(unit) for unit in members)
+    room = n - held_out_size(n, dev_share)
+    chosen: set[str] = set()
+    for unit in members:
+        if len(unit) <= room:
+            chosen.update(unit)
+            room -= len(unit)
+    return chosen
 
 
 def _unit_stratum(members: Sequence[Sample]) -> str:

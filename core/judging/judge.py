@@ -10,7 +10,7 @@ Any other exception escaping a judge is treated as permanent; none ever kills a 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -215,6 +215,142 @@ _UNRESOLVED = (
 )
 _NO_SCHEME = ("missing an 'http://' or 'https://' protocol", "unsupportedprotocol")
 
+_UNUSABLE: dict[int, tuple[str, str]] = {
+    401: ("401 Unauthorized", "check the API key"),
+    403: ("403 Forbidden", "the API key has no access to this model or endpoint"),
+    404: ("404 Not Found", "check the base URL (it usually ends in /v1) and the model name"),
+}
+
+
+@dataclass(frozen=True)
+class _Evidence:
+    """What can be read off a provider exception without importing its SDK."""
+
+    exc: BaseException
+    names: frozenset[str]
+    """Lower-case names of the classes (and their bases) along the exception chain."""
+    text: str
+    """``Type: message`` of each exception along the chain, lower-case, joined."""
+    status: int | None
+    message: str
+    """The message every classified error carries (`describe_error`)."""
+
+    @classmethod
+    def of(cls, exc: BaseException) -> _Evidence:
+        chain = _chain(exc)
+        return cls(
+            exc=exc,
+            names=frozenset(k.__name__.lower() for e in chain for k in type(e).__mro__),
+            text=" | ".join(f"{type(e).__name__}: {e}" for e in chain).lower(),
+            status=_status_of(exc),
+            message=describe_error(exc, "calling the provider"),
+        )
+
+    def shows(self, names: Iterable[str], phrases: Iterable[str]) -> bool:
+        """Whether a class along the chain has one of ``names``, or its text one of
+        ``phrases``."""
+        return not self.names.isdisjoint(names) or any(p in self.text for p in phrases)
+
+
+_TRANSPORT: tuple[tuple[frozenset[str], tuple[str, ...], Callable[[str], JudgeError]], ...] = (
+    (
+        frozenset({"unsupportedprotocol", "invalidurl"}),
+        _NO_SCHEME,
+        lambda message: ProviderUnusable(
+            message,
+            cause="the base URL is not a valid http(s) URL",
+            hint="the base URL must start with http:// or https://",
+        ),
+    ),
+    (
+        frozenset({"gaierror"}),
+        _UNRESOLVED,
+        lambda message: ProviderUnusable(
+            message, cause="the host name does not resolve", hint="check the host in the base URL"
+        ),
+    ),
+    (
+        frozenset({"connectionrefusederror"}),
+        _REFUSED,
+        lambda message: ConnectionRefused(
+            message, cause="connection refused", hint="is the server at the base URL running?"
+        ),
+    ),
+)
+"""Failures before any HTTP status, in the order they are told apart: (class names, phrases,
+the error they make). A status on the exception rules these out: the server was reached."""
+
+
+def _transport_failure(found: _Evidence) -> JudgeError | None:
+    if found.status is not None:
+        return None
+    for names, phrases, error in _TRANSPORT:
+        if found.shows(names, phrases):
+            return error(found.message)
+    return None
+
+
+def _timeout(found: _Evidence) -> JudgeError | None:
+    if isinstance(found.exc, TimeoutError) or any("timeout" in n for n in found.names):
+        return JudgeTimeout(found.message, cause="timeout", hint="the server is slow or hung")
+    return None
+
+
+def _rate_limit(found: _Evidence) -> JudgeError | None:
+    """A 429 (or an SDK's rate-limit error): retried after a wait, unless the quota is gone."""
+    named = any("ratelimit" in n for n in found.names) or "rate limit" in found.text
+    if not (found.status == 429 or (found.status is None and named) or "rate_limit" in found.text):
+        return None
+    if "insufficient_quota" in found.text or "exceeded your current quota" in found.text:
+        return ProviderUnusable(
+            found.message, cause="429 quota exceeded", hint="the account has no quota left"
+        )
+    return RateLimited(
+        found.message,
+        retry_after=_retry_after_of(found.exc),
+        cause="429 rate limited",
+        hint="lower the concurrency, or check the account's rate limits",
+    )
+
+
+def _by_status(found: _Evidence) -> JudgeError | None:
+    """5xx → `ServerError`; 401/403/404 → `ProviderUnusable`; other 4xx → permanent."""
+    status = found.status
+    if status is None:
+        return None
+    if status >= 500:
+        return ServerError(found.message, cause=f"HTTP {status}", hint="the provider keeps failing")
+    if status in _UNUSABLE:
+        cause, hint = _UNUSABLE[status]
+        if status == 404 and "model" in found.text:
+            cause, hint = "404 unknown model", "unknown model: check the model name"
+        return ProviderUnusable(found.message, cause=cause, hint=hint)
+    if 400 <= status < 500:
+        return PermanentJudgeError(found.message)
+    return None
+
+
+def _connection_lost(found: _Evidence) -> JudgeError | None:
+    lost = isinstance(found.exc, ConnectionError) or any(
+        "connection" in n or n in {"connecterror", "remoteprotocolerror"} for n in found.names
+    )
+    if lost:
+        return ServerError(
+            found.message, cause="connection lost", hint="the connection keeps failing"
+        )
+    return None
+
+
+_RULES: tuple[Callable[[_Evidence], JudgeError | None], ...] = (
+    _transport_failure,
+    _timeout,
+    _rate_limit,
+    _by_status,
+    _connection_lost,
+)
+"""`classify_error`'s rules, first match wins: the order is the policy (a timeout with a 5xx
+status is a timeout; a rate limit is told apart before its status)."""
+
 
 def classify_error(exc: BaseException) -> JudgeError | None:
     """The engine's error class for a provider exception, or None when it cannot tell.
@@ -226,68 +362,15 @@ def classify_error(exc: BaseException) -> JudgeError | None:
     and class names and messages along the exception chain for timeouts, rate limits, refused
     connections, unresolvable hosts and lost connections. One mapping for every adapter, so they
     retry — and stop — alike. Each result carries a ``cause`` and a ``hint`` (see `JudgeError`).
+    The mapping is the ordered table `_RULES`; the first rule that recognises the exception
+    decides.
     """
-    chain = _chain(exc)
-    names = {cls.__name__.lower() for e in chain for cls in type(e).__mro__}
-    text = " | ".join(f"{type(e).__name__}: {e}" for e in chain).lower()
-    message = describe_error(exc, "calling the provider")
-    status = _status_of(exc)
-    if status is None and (
-        any(n in {"unsupportedprotocol", "invalidurl"} for n in names)
-        or any(s in text for s in _NO_SCHEME)
-    ):
-        return ProviderUnusable(
-            message,
-            cause="the base URL is not a valid http(s) URL",
-            hint="the base URL must start with http:// or https://",
-        )
-    if status is None and (
-        any(n == "gaierror" for n in names) or any(s in text for s in _UNRESOLVED)
-    ):
-        return ProviderUnusable(
-            message, cause="the host name does not resolve", hint="check the host in the base URL"
-        )
-    if status is None and (
-        any(n == "connectionrefusederror" for n in names) or any(s in text for s in _REFUSED)
-    ):
-        return ConnectionRefused(
-            message, cause="connection refused", hint="is the server at the base URL running?"
-        )
-    if isinstance(exc, TimeoutError) or any("timeout" in n for n in names):
-        return JudgeTimeout(message, cause="timeout", hint="the server is slow or hung")
-    rate_limited = any("ratelimit" in n for n in names) or "rate limit" in text
-    if status == 429 or (status is None and rate_limited) or "rate_limit" in text:
-        if "insufficient_quota" in text or "exceeded your current quota" in text:
-            return ProviderUnusable(
-                message, cause="429 quota exceeded", hint="the account has no quota left"
-            )
-        return RateLimited(
-            message,
-            retry_after=_retry_after_of(exc),
-            cause="429 rate limited",
-            hint="lower the concurrency, or check the account's rate limits",
-        )
-    if status is not None and status >= 500:
-        return ServerError(message, cause=f"HTTP {status}", hint="the provider keeps failing")
-    if status in _UNUSABLE:
-        cause, hint = _UNUSABLE[status]
-        if status == 404 and "model" in text:
-            cause, hint = "404 unknown model", "unknown model: check the model name"
-        return ProviderUnusable(message, cause=cause, hint=hint)
-    if status is not None and 400 <= status < 500:
-        return PermanentJudgeError(message)
-    if isinstance(exc, ConnectionError) or any(
-        "connection" in n or n in {"connecterror", "remoteprotocolerror"} for n in names
-    ):
-        return ServerError(message, cause="connection lost", hint="the connection keeps failing")
+    found = _Evidence.of(exc)
+    for rule in _RULES:
+        error = rule(found)
+        if error is not None:
+            return error
     return None
-
-
-_UNUSABLE: dict[int, tuple[str, str]] = {
-    401: ("401 Unauthorized", "check the API key"),
-    403: ("403 Forbidden", "the API key has no access to this model or endpoint"),
-    404: ("404 Not Found", "check the base URL (it usually ends in /v1) and the model name"),
-}
 
 
 attempt_timeout: ContextVar[float | None] = ContextVar("ragbridge_attempt_timeout", default=None)

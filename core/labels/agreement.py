@@ -665,12 +665,7 @@ def judge_agreement(
     metric of the results that people were asked about. A metric that *can* be compared but has
     no pair (every labelled cell failed) gets a row with n = 0 and its reasons.
     """
-    if not 0.0 <= threshold <= 1.0 or not math.isfinite(threshold):
-        raise ValueError(f"threshold must lie within [0, 1], got {threshold!r}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
-    if n_resamples < 1:
-        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    _check_options(threshold, confidence, n_resamples)
     all_labels = list(labels)
     if not all_labels:
         raise AgreementError("no human labels were given")
@@ -681,27 +676,7 @@ def judge_agreement(
             "no labelled sample is in the results: the sample ids never match "
             f"(labels: {_few(labelled_ids)}; results: {_few(scored_ids) or 'no sample'})"
         )
-    chosen = list(evaluation.metrics) if metrics is None else list(metrics)
-    unknown = [m for m in chosen if m not in evaluation.metrics]
-    if unknown:
-        raise AgreementError(
-            f"not in the results: {', '.join(unknown)} (the results have "
-            f"{', '.join(evaluation.metrics) or 'no metric'})"
-        )
-    not_compared: dict[str, str] = {}
-    checked: list[tuple[str, LabelQuestion]] = []
-    for metric in chosen:
-        question = question_for(metric)
-        if question is None:
-            not_compared[metric] = "no form question checks it"
-        else:
-            checked.append((metric, question))
-    if not checked:
-        asked = sorted({m for q in QUESTIONS.values() for m in q.measures})
-        raise AgreementError(
-            f"no metric of the results is one people were asked about: the results have "
-            f"{', '.join(chosen) or 'no metric'}; the labels check {', '.join(asked)}"
-        )
+    checked, not_compared = _metrics_asked_about(evaluation, metrics)
     per_question: dict[str, dict[str, Consensus]] = {}
     rows: list[MetricAgreement] = []
     for metric, question in checked:
@@ -747,3 +722,43 @@ def judge_agreement(
         source=dict(source or {}),
         notes=notes,
     )
+
+
+def _check_options(threshold: float, confidence: float, n_resamples: int) -> None:
+    """Refuse options no statistic here can be computed with."""
+    if not 0.0 <= threshold <= 1.0 or not math.isfinite(threshold):
+        raise ValueError(f"threshold must lie within [0, 1], got {threshold!r}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+
+
+def _metrics_asked_about(
+    evaluation: Evaluation, metrics: Sequence[str] | None
+) -> tuple[list[tuple[str, LabelQuestion]], dict[str, str]]:
+    """The chosen metrics a form question checks, with their question, and why the others are
+    not compared. Raises `AgreementError` for a metric not in the results, or when no chosen
+    metric is one people were asked about."""
+    chosen = list(evaluation.metrics) if metrics is None else list(metrics)
+    unknown = [m for m in chosen if m not in evaluation.metrics]
+    if unknown:
+        raise AgreementError(
+            f"not in the results: {', '.join(unknown)} (the results have "
+            f"{', '.join(evaluation.metrics) or 'no metric'})"
+        )
+    not_compared: dict[str, str] = {}
+    checked: list[tuple[str, LabelQuestion]] = []
+    for metric in chosen:
+        question = question_for(metric)
+        if question is None:
+            not_compared[metric] = "no form question checks it"
+        else:
+            checked.append((metric, question))
+    if not checked:
+        asked = sorted({m for q in QUESTIONS.values() for m in q.measures})
+        raise AgreementError(
+            f"no metric of the results is one people were asked about: the results have "
+            f"{', '.join(chosen) or 'no metric'}; the labels check {', '.join(asked)}"
+        )
+    return checked, not_compared

@@ -59,7 +59,7 @@ from ..files import atomic_write
 from ..results.evaluation import Evaluation
 from ..results.stats import cohen_kappa
 from ..sample import Sample
-from .human import QUESTIONS, HumanLabel, load_labels
+from .human import QUESTIONS, HumanLabel, line_problem, load_labels, numbered_lines
 
 __all__ = [
     "STRATA",
@@ -131,32 +131,23 @@ class AnnotationTask(BaseModel):
     stratum: str | None = None
 
 
-def _problem(exc: ValidationError) -> str:
-    err = exc.errors(include_url=False)[0]
-    where = ".".join(str(p) for p in err["loc"]) or "<line>"
-    return f"{where}: {err['msg']}"
-
-
 def load_tasks(path: str | os.PathLike[str]) -> list[AnnotationTask]:
     """Read a tasks file; a bad line or a repeated task id raises `AnnotationError`."""
     source = os.fspath(path)
     tasks: list[AnnotationTask] = []
     seen: dict[str, int] = {}
-    with Path(path).open(encoding="utf-8-sig") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                task = AnnotationTask.model_validate_json(line)
-            except ValidationError as exc:
-                raise AnnotationError(f"{source}:{number}: {_problem(exc)}") from None
-            if task.task_id in seen:
-                raise AnnotationError(
-                    f"{source}:{number}: task_id: duplicate task id {task.task_id!r} "
-                    f"(first on line {seen[task.task_id]})"
-                )
-            seen[task.task_id] = number
-            tasks.append(task)
+    for number, line in numbered_lines(path):
+        try:
+            task = AnnotationTask.model_validate_json(line)
+        except ValidationError as exc:
+            raise AnnotationError(f"{source}:{number}: {line_problem(exc)}") from None
+        if task.task_id in seen:
+            raise AnnotationError(
+                f"{source}:{number}: task_id: duplicate task id {task.task_id!r} "
+                f"(first on line {seen[task.task_id]})"
+            )
+        seen[task.task_id] = number
+        tasks.append(task)
     if not tasks:
         raise AnnotationError(f"{source}: holds no tasks")
     return tasks
@@ -244,36 +235,11 @@ def select_tasks(
     """
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
-    if stratify_by is not None:
-        if evaluation is None:
-            raise ValueError("stratify_by needs an evaluation (the results to stratify by)")
-        if stratify_by not in evaluation.metrics:
-            held = ", ".join(evaluation.metrics) or "none"
-            raise ValueError(f"stratify_by: no metric {stratify_by!r} in the results (has: {held})")
+    _check_stratify_by(evaluation, stratify_by)
     answered = [s for s in samples if s.answer is not None and s.answer.strip()]
     kept = {s.id for s in answered}
-    without = [s.id for s in samples if s.id not in kept]
-    bins: dict[str, list[Sample]] = defaultdict(list)
-    if stratify_by is None or evaluation is None:
-        bins["all"] = list(answered)
-        order = ["all"]
-    else:
-        for sample in answered:
-            score = evaluation.get(sample.id, stratify_by)
-            bins[_stratum(score.value if score is not None else None)].append(sample)
-        order = [*STRATA, UNSCORED]
-    for members in bins.values():
-        members.sort(key=lambda s: _draw(seed, "select", s.id))
-    picked: list[tuple[Sample, str]] = []
-    # Round-robin over the score bins; the unscored only fill what the bins cannot.
-    queues = {name: list(bins.get(name, [])) for name in order}
-    rounds = [name for name in order if name != UNSCORED]
-    while len(picked) < n and any(queues[name] for name in rounds):
-        for name in rounds:
-            if queues[name] and len(picked) < n:
-                picked.append((queues[name].pop(0), name))
-    while len(picked) < n and queues.get(UNSCORED):
-        picked.append((queues[UNSCORED].pop(0), UNSCORED))
+    bins, order = _bins(answered, evaluation, stratify_by, seed)
+    picked = _round_robin(bins, order, n)
     picked.sort(key=lambda pair: _draw(seed, "order", pair[0].id))
     width = len(str(len(picked)))
     tasks = [
@@ -285,8 +251,55 @@ def select_tasks(
         stratify_by=stratify_by,
         available={name: len(bins.get(name, [])) for name in order if bins.get(name)},
         chosen=dict(Counter(name for _, name in picked)),
-        without_answer=without,
+        without_answer=[s.id for s in samples if s.id not in kept],
     )
+
+
+def _check_stratify_by(evaluation: Evaluation | None, stratify_by: str | None) -> None:
+    """A metric to stratify by needs the results that hold it."""
+    if stratify_by is None:
+        return
+    if evaluation is None:
+        raise ValueError("stratify_by needs an evaluation (the results to stratify by)")
+    if stratify_by not in evaluation.metrics:
+        held = ", ".join(evaluation.metrics) or "none"
+        raise ValueError(f"stratify_by: no metric {stratify_by!r} in the results (has: {held})")
+
+
+def _bins(
+    answered: Sequence[Sample], evaluation: Evaluation | None, metric: str | None, seed: int
+) -> tuple[dict[str, list[Sample]], list[str]]:
+    """The samples by score bin of ``metric`` (one bin, ``all``, without a metric), each bin in
+    the seed's draw order, and the bins' order."""
+    bins: dict[str, list[Sample]] = defaultdict(list)
+    if metric is None or evaluation is None:
+        bins["all"] = list(answered)
+        order = ["all"]
+    else:
+        for sample in answered:
+            score = evaluation.get(sample.id, metric)
+            bins[_stratum(score.value if score is not None else None)].append(sample)
+        order = [*STRATA, UNSCORED]
+    for members in bins.values():
+        members.sort(key=lambda s: _draw(seed, "select", s.id))
+    return bins, order
+
+
+def _round_robin(
+    bins: Mapping[str, list[Sample]], order: Sequence[str], n: int
+) -> list[tuple[Sample, str]]:
+    """Up to ``n`` samples drawn in turn from each score bin; the unscored only fill what the
+    bins cannot."""
+    picked: list[tuple[Sample, str]] = []
+    queues = {name: list(bins.get(name, [])) for name in order}
+    rounds = [name for name in order if name != UNSCORED]
+    while len(picked) < n and any(queues[name] for name in rounds):
+        for name in rounds:
+            if queues[name] and len(picked) < n:
+                picked.append((queues[name].pop(0), name))
+    while len(picked) < n and queues.get(UNSCORED):
+        picked.append((queues[UNSCORED].pop(0), UNSCORED))
+    return picked
 
 
 def _task(
@@ -317,12 +330,11 @@ def _task(
 def labels_with_lines(path: str | os.PathLike[str]) -> Iterator[tuple[str, HumanLabel]]:
     """``("file:line", label)`` for each label of a file, parsed by `load_labels`.
 
-    The location is what `merge_labels` names in its errors. `load_labels` skips blank lines;
-    the same test here numbers the lines it keeps.
+    The location is what `merge_labels` names in its errors: `load_labels` reads the same
+    numbered lines (`numbered_lines`).
     """
     source = os.fspath(path)
-    with Path(path).open(encoding="utf-8-sig") as handle:
-        numbers = [n for n, line in enumerate(handle, start=1) if line.strip()]
+    numbers = [number for number, _ in numbered_lines(path)]
     for number, label in zip(numbers, load_labels(path), strict=True):
         yield f"{source}:{number}", label
 

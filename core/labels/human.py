@@ -117,10 +117,23 @@ class LabelFileError(ValueError):
     """A labels file has a bad line; the message starts ``file:line:`` and names the field."""
 
 
-def _problem(exc: ValidationError) -> str:
+def line_problem(exc: ValidationError) -> str:
+    """The first thing wrong with a file's line, as ``field.path: message`` (the ``file:line:``
+    before it is the caller's)."""
     err = exc.errors(include_url=False)[0]
     where = ".".join(str(p) for p in err["loc"]) or "<line>"
     return f"{where}: {err['msg']}"
+
+
+def numbered_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of each non-blank line of a JSON-lines file, a leading BOM dropped.
+
+    How every labels, tasks and labelled-set file is read, so their errors count lines alike.
+    """
+    with Path(path).open(encoding="utf-8-sig") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                yield number, line
 
 
 def load_labels(path: str | os.PathLike[str]) -> Iterator[HumanLabel]:
@@ -131,22 +144,19 @@ def load_labels(path: str | os.PathLike[str]) -> Iterator[HumanLabel]:
     """
     source = str(path)
     seen: dict[tuple[str, str], int] = {}
-    with Path(path).open(encoding="utf-8-sig") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                label = HumanLabel.model_validate_json(line)
-            except ValidationError as exc:
-                raise LabelFileError(f"{source}:{number}: {_problem(exc)}") from None
-            key = (label.sample_id, label.annotator)
-            if key in seen:
-                raise LabelFileError(
-                    f"{source}:{number}: annotator {label.annotator!r} labelled sample "
-                    f"{label.sample_id!r} twice (first on line {seen[key]})"
-                )
-            seen[key] = number
-            yield label
+    for number, line in numbered_lines(path):
+        try:
+            label = HumanLabel.model_validate_json(line)
+        except ValidationError as exc:
+            raise LabelFileError(f"{source}:{number}: {line_problem(exc)}") from None
+        key = (label.sample_id, label.annotator)
+        if key in seen:
+            raise LabelFileError(
+                f"{source}:{number}: annotator {label.annotator!r} labelled sample "
+                f"{label.sample_id!r} twice (first on line {seen[key]})"
+            )
+        seen[key] = number
+        yield label
 
 
 def save_labels(labels: Iterable[HumanLabel], path: str | os.PathLike[str]) -> int:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..sample import Context, Sample
-from .human import HumanLabel
+from .human import HumanLabel, numbered_lines
 
 __all__ = [
     "DATASETS",
@@ -96,17 +96,14 @@ def _file(path: str | os.PathLike[str], name: str) -> Path:
 
 
 def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open(encoding="utf-8-sig") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                raise LabelledSetError(f"{path}:{number}: invalid JSON: {exc}") from None
-            if not isinstance(row, dict):
-                raise LabelledSetError(f"{path}:{number}: expected a JSON object")
-            yield number, row
+    for number, line in numbered_lines(path):
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise LabelledSetError(f"{path}:{number}: invalid JSON: {exc}") from None
+        if not isinstance(row, dict):
+            raise LabelledSetError(f"{path}:{number}: expected a JSON object")
+        yield number, row
 
 
 def _text(row: dict[str, Any], key: str, where: str) -> str:

@@ -2,7 +2,8 @@
 
 Every measure and each of its providers is in the registry (`ragbridge.core.registry`);
 `resolve` builds a metric from a name, and ``ragbridge metrics`` prints the whole table (what
-each provider needs, its judge calls per sample, the one-line definition).
+each provider needs, its judge calls per sample, the one-line definition). The core's providers
+other than the judge (``offline``, ``nli``) live in one home, `ragbridge.core.metrics.providers`.
 
 LLM metrics (``provider="llm"``), with the judge calls each makes per sample:
 
@@ -39,9 +40,9 @@ from .context_precision import ContextPrecision
 from .context_recall import ContextRecall
 from .answer_correctness import AnswerCorrectness
 from .graders import Correctness, DocumentRelevance, Groundedness, Helpfulness
-from .offline import AnswerSimilarity, ContextUsage
+from .providers.offline import AnswerSimilarity, ContextUsage
 from .ranking_metric import RankingMetric
-from . import nli  # noqa: F401  (registers the nli providers)
+from . import providers  # noqa: F401  (registers the offline and nli providers)
 
 # isort: on
 

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..judging.engine import EmbeddingFailed, JudgeCall
+from ..judging.embedding import EmbeddingFailed
+from ..judging.engine import JudgeCall
 from ..prompts.answer_analyze import ANSWER_ANALYZE
 from ..prompts.answer_correctness import ANSWER_CORRECTNESS_CLASSIFY, ClaimClassification
 from ..results.evaluation import FailureKind, Score, Usage

@@ -19,7 +19,7 @@ so the engine repairs or retries it like an unparseable reply (``parse_error`` i
 
 from __future__ import annotations
 
-from ..judging.engine import EmbeddingFailed
+from ..judging.embedding import EmbeddingFailed
 from ..prompts.answer_analyze import ANSWER_ANALYZE
 from ..results.evaluation import FailureKind, Score
 from ..sample import Sample

@@ -32,7 +32,8 @@ from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
 
-from ..judging.engine import EmbeddingEngine, EmbeddingFailed, JudgeCall, JudgeEngine
+from ..judging.embedding import EmbeddingEngine, EmbeddingFailed
+from ..judging.engine import JudgeCall, JudgeEngine
 from ..judging.judge import EntailmentModel
 from ..prompts import PromptTemplate
 from ..registry import REGISTRY, Compute, MeasureSpec, ProviderSpec, register_measure

@@ -45,7 +45,7 @@ from ._shared import (
     versions,
 )
 from .base import Metric, MetricContext, PlannedCall, declare, usage_of
-from .offline.matching import DEFAULT_RELEVANCE, OfflineSettings
+from .providers.offline.matching import DEFAULT_RELEVANCE, OfflineSettings
 
 __all__ = ["ContextPrecision", "average_precision"]
 

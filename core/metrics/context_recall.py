@@ -36,7 +36,7 @@ from ._shared import (
     versions,
 )
 from .base import Metric, MetricContext, PlannedCall, declare, usage_of
-from .offline.matching import DEFAULT_SIMILARITY, OfflineSettings
+from .providers.offline.matching import DEFAULT_SIMILARITY, OfflineSettings
 
 __all__ = ["ContextRecall"]
 

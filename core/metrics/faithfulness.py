@@ -42,8 +42,8 @@ from ._shared import (
     versions,
 )
 from .base import Metric, MetricContext, PlannedCall, declare
-from .nli import DEFAULT_ENTAILMENT
-from .offline.matching import DEFAULT_COVERAGE, DEFAULT_SIMILARITY, OfflineSettings
+from .providers.nli import DEFAULT_ENTAILMENT
+from .providers.offline.matching import DEFAULT_COVERAGE, DEFAULT_SIMILARITY, OfflineSettings
 
 __all__ = ["Faithfulness", "Hallucination"]
 
@@ -52,9 +52,9 @@ class _ClaimMetric(Metric):
     """Shared by Faithfulness and Hallucination: one claim analysis, any registered provider.
 
     ``provider="llm"`` (default) uses the judge; ``"offline"`` the sentence-embedding matcher of
-    `ragbridge.core.metrics.offline` (``similarity`` threshold); ``"nli"`` an entailment model
-    (``entailment`` threshold; see `ragbridge.core.metrics.nli`); any other provider registered
-    for the measure (`ragbridge metrics` lists them).
+    `ragbridge.core.metrics.providers.offline` (``similarity`` threshold); ``"nli"`` an
+    entailment model (``entailment`` threshold; see `ragbridge.core.metrics.providers.nli`); any
+    other provider registered for the measure (`ragbridge metrics` lists them).
     """
 
     requires = ("answer",)

@@ -16,7 +16,7 @@ from functools import partial
 
 from ..registry import REGISTRY, MeasureSpec, ProviderSpec
 from ..results.evaluation import Score
-from ..retrieval import Measure, parse_measure, score_sample
+from ..retrieval import Measure, parse_measure, score_ranking
 from ..sample import Sample
 from .base import Metric, MetricContext
 
@@ -65,7 +65,7 @@ class RankingMetric(Metric):
         self.no_answer_threshold = no_answer_threshold
 
     async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
-        scores = score_sample(
+        scores = score_ranking(
             sample,
             [self.measure],
             relevance_level=self.relevance_level,

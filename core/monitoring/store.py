@@ -217,18 +217,8 @@ class MonitorStore:
         limit: int | None = None,
     ) -> list[RequestRecord]:
         """Requests in time order (``since`` <= ts < ``until``), each with its scores."""
-        where: list[str] = ["1=1"]
-        params: list[Any] = []
-        if since is not None:
-            where.append("ts >= ?")
-            params.append(since)
-        if until is not None:
-            where.append("ts < ?")
-            params.append(until)
-        if pipeline is not None:
-            where.append("pipeline = ?")
-            params.append(pipeline)
-        sql = f"SELECT {', '.join(_REQUEST_COLUMNS)} FROM requests WHERE {' AND '.join(where)}"
+        where, params = _where(("ts >= ?", since), ("ts < ?", until), ("pipeline = ?", pipeline))
+        sql = f"SELECT {', '.join(_REQUEST_COLUMNS)} FROM requests WHERE {where}"
         sql += " ORDER BY ts, request_id"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
@@ -326,17 +316,10 @@ class MonitorStore:
         self, *, command: str | None = None, source: str | None = None, limit: int | None = None
     ) -> list[RunRecord]:
         """Recorded runs, oldest first (the last ``limit`` when given)."""
-        where: list[str] = ["1=1"]
-        params: list[Any] = []
-        if command is not None:
-            where.append("command = ?")
-            params.append(command)
-        if source is not None:
-            where.append("source = ?")
-            params.append(source)
+        where, params = _where(("command = ?", command), ("source = ?", source))
         sql = (
             "SELECT run_id, ts, command, source, git_commit, config, summary, metadata "
-            f"FROM runs WHERE {' AND '.join(where)} ORDER BY ts DESC, run_id DESC"
+            f"FROM runs WHERE {where} ORDER BY ts DESC, run_id DESC"
         )
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
@@ -375,3 +358,11 @@ def _run(row: tuple[Any, ...]) -> RunRecord:
         summary=json.loads(summary),
         metadata=json.loads(metadata),
     )
+
+
+def _where(*conditions: tuple[str, Any]) -> tuple[str, list[Any]]:
+    """A WHERE clause of the ``(condition, value)`` pairs whose value is given (not None), with
+    its parameters: every filter of a listing is optional, and none given means every row."""
+    given = [(condition, value) for condition, value in conditions if value is not None]
+    clause = " AND ".join(["1=1", *(condition for condition, _ in given)])
+    return clause, [value for _, value in given]

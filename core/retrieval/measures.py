@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 __all__ = [
     "DEFAULT_CUTOFFS",
@@ -40,24 +40,13 @@ Family = Literal[
     "success",
     "no_answer",
 ]
+"""The measure families, in trec_eval's print order (its measure table); `_NOT_TREC` are ours."""
 
-# trec_eval's print order (its measure table), restricted to the families implemented here.
-# `trec` output follows it so that our lines are a byte-identical subset of trec_eval's.
-TREC_FAMILIES: tuple[str, ...] = (
-    "num_q",
-    "num_ret",
-    "num_rel",
-    "num_rel_ret",
-    "map",
-    "Rprec",
-    "recip_rank",
-    "P",
-    "recall",
-    "ndcg",
-    "ndcg_cut",
-    "map_cut",
-    "success",
-)
+_NOT_TREC = frozenset({"F1", "no_answer"})
+
+# trec_eval's print order, restricted to the families implemented here: `trec` output follows it
+# so that our lines are a byte-identical subset of trec_eval's.
+TREC_FAMILIES: tuple[str, ...] = tuple(f for f in get_args(Family) if f not in _NOT_TREC)
 _CUT_FAMILIES = frozenset({"P", "recall", "ndcg_cut", "map_cut", "success", "F1"})
 _COUNT_FAMILIES = frozenset({"num_q", "num_ret", "num_rel", "num_rel_ret"})
 DEFAULT_CUTOFFS: dict[str, tuple[int, ...]] = {

@@ -35,7 +35,7 @@ from .compute import evaluate_run
 from .measures import Measure, parse_measures
 from .ranking import Qrels, Run
 
-__all__ = ["PROVIDER", "score_sample", "score_samples"]
+__all__ = ["PROVIDER", "score_ranking", "score_samples"]
 
 PROVIDER = "retrieval"
 
@@ -88,8 +88,6 @@ def score_samples(
     ranking = [m for m in wanted if m.family != "no_answer"]
     rows: list[tuple[str, str, Score]] = []
     position: dict[str, int] = {}
-    qrels: dict[str, dict[str, int]] = {}
-    rankings: dict[str, list[str]] = {}
     pending: list[Sample] = []
     for sample in samples:
         if sample.id in position:
@@ -98,60 +96,82 @@ def score_samples(
         problem = _ranking_problem(sample, relevance_level)
         for m in wanted:
             if m.family == "no_answer":
-                if sample.relevance is None:
-                    rows.append((sample.id, m.name, _unlabelled(m)))
-                elif _has_relevant(sample, relevance_level):
-                    reason = (
-                        "the question has a relevant document; "
-                        "no_answer scores only questions without one"
-                    )
-                    rows.append((sample.id, m.name, Score.skip(reason, provider=PROVIDER)))
-                else:
-                    rows.append((sample.id, m.name, _no_answer(sample, no_answer_threshold)))
+                score = _no_answer_cell(sample, m, relevance_level, no_answer_threshold)
+                rows.append((sample.id, m.name, score))
             elif problem is not None:
                 rows.append((sample.id, m.name, problem))
         if problem is None and ranking:
-            assert sample.relevance is not None
-            qrels[sample.id] = sample.relevance
-            rankings[sample.id] = _dedupe([c.id for c in sample.contexts if c.id is not None])
             pending.append(sample)
     if pending:
-        result = evaluate_run(Qrels(qrels), Run(rankings), ranking, relevance_level=relevance_level)
-        row_of = {qid: i for i, qid in enumerate(result.qids)}
-        for sample in pending:
-            i = row_of[sample.id]
-            assert sample.relevance is not None
-            relevant = {d for d, g in sample.relevance.items() if g >= relevance_level}
-            ranks = [r + 1 for r, d in enumerate(rankings[sample.id]) if d in relevant]
-            match = match_ids(sample.contexts, sample.relevance, level=relevance_level)
-            details = {"relevant_ranks": ranks, "num_relevant": len(relevant), **match.details()}
-            for m in ranking:
-                if match.metadata_key is not None:
-                    # Conclusive: the labels are in the contexts' metadata, not in their ids.
-                    score = Score.fail(
-                        FailureKind.INVALID_INPUT,
-                        match.reason(),
-                        details=details,
-                        provider=PROVIDER,
-                    )
-                else:
-                    value = min(1.0, max(0.0, float(result.values[m][i])))
-                    why = match.reason() if match.mismatched else None
-                    score = Score(value=value, reason=why, details=details, provider=PROVIDER)
-                rows.append((sample.id, m.name, score))
+        rows.extend(_ranking_cells(pending, ranking, relevance_level))
     order = {m.name: j for j, m in enumerate(wanted)}
     rows.sort(key=lambda row: (position[row[0]], order[row[1]]))
     return note_id_warnings(Evaluation(rows))
 
 
-def score_sample(
+def _no_answer_cell(
+    sample: Sample, m: Measure, relevance_level: int, threshold: float | None
+) -> Score:
+    """``no_answer`` scores only labelled questions without a relevant document."""
+    if sample.relevance is None:
+        return _unlabelled(m)
+    if _has_relevant(sample, relevance_level):
+        reason = "the question has a relevant document; no_answer scores only questions without one"
+        return Score.skip(reason, provider=PROVIDER)
+    return _no_answer(sample, threshold)
+
+
+def _ranking_cells(
+    samples: Sequence[Sample], ranking: Sequence[Measure], relevance_level: int
+) -> list[tuple[str, str, Score]]:
+    """The ranking measures of samples that can be ranked, computed as one run (the kernels of
+    `evaluate_run`), each cell with the sample's relevant ranks and how its ids matched."""
+    qrels: dict[str, dict[str, int]] = {}
+    rankings: dict[str, list[str]] = {}
+    for sample in samples:
+        assert sample.relevance is not None
+        qrels[sample.id] = sample.relevance
+        rankings[sample.id] = _dedupe([c.id for c in sample.contexts if c.id is not None])
+    result = evaluate_run(
+        Qrels(qrels), Run(rankings), list(ranking), relevance_level=relevance_level
+    )
+    row_of = {qid: i for i, qid in enumerate(result.qids)}
+    rows: list[tuple[str, str, Score]] = []
+    for sample in samples:
+        i = row_of[sample.id]
+        assert sample.relevance is not None
+        relevant = {d for d, g in sample.relevance.items() if g >= relevance_level}
+        ranks = [r + 1 for r, d in enumerate(rankings[sample.id]) if d in relevant]
+        match = match_ids(sample.contexts, sample.relevance, level=relevance_level)
+        details = {"relevant_ranks": ranks, "num_relevant": len(relevant), **match.details()}
+        for m in ranking:
+            if match.metadata_key is not None:
+                # Conclusive: the labels are in the contexts' metadata, not in their ids.
+                score = Score.fail(
+                    FailureKind.INVALID_INPUT, match.reason(), details=details, provider=PROVIDER
+                )
+            else:
+                value = min(1.0, max(0.0, float(result.values[m][i])))
+                why = match.reason() if match.mismatched else None
+                score = Score(value=value, reason=why, details=details, provider=PROVIDER)
+            rows.append((sample.id, m.name, score))
+    return rows
+
+
+def score_ranking(
     sample: Sample,
     measures: Iterable[str | Measure],
     *,
     relevance_level: int = 1,
     no_answer_threshold: float | None = None,
 ) -> dict[str, Score]:
-    """Ranking measures of one sample, keyed by measure name."""
+    """Ranking measures of one sample, keyed by measure name.
+
+    Named for what it scores (a sample's ranking against its labels), so that it is not taken
+    for the function that scores a record with every metric
+    (`ragbridge.core.scoring.record.score_record`); ``score_sample``, its former name, still
+    imports from `ragbridge.core.retrieval` and `ragbridge.core` with a DeprecationWarning.
+    """
     evaluation = score_samples(
         [sample], measures, relevance_level=relevance_level, no_answer_threshold=no_answer_threshold
     )

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 
@@ -36,8 +36,29 @@ NEGATIVE = -2
 PAD = -3
 _MISSING = int(np.iinfo(np.int64).min)
 
+V = TypeVar("V")
 
-class Qrels:
+
+class _ByQuery(Generic[V]):
+    """A read-only table keyed by query id: what `Qrels` and `Run` both are to the measures."""
+
+    __slots__ = ()
+    _data: dict[str, V]
+
+    def __getitem__(self, qid: str) -> V:
+        return self._data[qid]
+
+    def __contains__(self, qid: object) -> bool:
+        return qid in self._data
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class Qrels(_ByQuery[Mapping[str, int]]):
     """Graded relevance judgments: ``{query_id: {doc_id: grade}}``. Grades are integers;
     grades <= 0 are judged non-relevant (negative grades are kept, as trec_eval keeps them)."""
 
@@ -50,23 +71,11 @@ class Qrels:
     def from_dict(cls, data: Mapping[str, Mapping[str, int]]) -> Qrels:
         return cls(data)
 
-    def __getitem__(self, qid: str) -> Mapping[str, int]:
-        return self._data[qid]
-
-    def __contains__(self, qid: object) -> bool:
-        return qid in self._data
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
     def get(self, qid: str) -> Mapping[str, int] | None:
         return self._data.get(qid)
 
 
-class Run:
+class Run(_ByQuery[Sequence[str]]):
     """Ranked retrieval results: ``{query_id: [doc_id, ...]}`` in rank order (best first).
 
     Use `Run.from_scores` for scored results: it ranks them as trec_eval does. A ranking must not
@@ -85,18 +94,6 @@ class Run:
     ) -> Run:
         """Rank ``{qid: {doc_id: score}}`` by trec_eval's rule (see `trec_order`)."""
         return cls({qid: trec_order(docs) for qid, docs in scores.items()}, run_id=run_id)
-
-    def __getitem__(self, qid: str) -> Sequence[str]:
-        return self._data[qid]
-
-    def __contains__(self, qid: object) -> bool:
-        return qid in self._data
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
 
 
 def trec_order(scores: Mapping[str, float]) -> list[str]:

@@ -30,8 +30,9 @@ from typing_extensions import Unpack
 from ..cache.backend import CacheBackend
 from ..cache.disk import open_cache
 from ..cache.guard import guard_cache, lost_cache_lines
-from ..cache.scores import ResultReuse, score_sample
-from ..judging.engine import EmbeddingEngine, JudgeEngine, Price, cost_of
+from ..cache.scores import ResultReuse
+from ..judging.embedding import EmbeddingEngine
+from ..judging.engine import JudgeEngine, Price, cost_of
 from ..judging.judge import Embedder, Judge
 from ..judging.limits import Slots
 from ..metrics.base import Metric, MetricContext
@@ -39,6 +40,7 @@ from ..results.evaluation import Evaluation, Score, Usage
 from ..results.id_check import IdCheck, note_id_warnings
 from ..sample import Sample
 from ..settings import Settings, SettingsOptions
+from .record import score_record
 
 T = TypeVar("T")
 
@@ -141,7 +143,7 @@ async def aevaluate(
 
     async def one(sample: Sample) -> tuple[Sample, list[Score]]:
         ctx = MetricContext(judge=engine, embedder=embed_engine, nli=config.nli, shared_tags=tags)
-        return sample, await score_sample(sample, resolved, ctx, reuse)
+        return sample, await score_record(sample, resolved, ctx, reuse)
 
     done = 0
     seen: set[str] = set()

@@ -33,12 +33,12 @@ from typing import Any
 
 from typing_extensions import Unpack
 
-from ..cache.scores import score_sample
 from ..metrics.base import Metric, MetricContext
 from ..results.evaluation import Score
 from ..results.id_check import IdCheck
 from ..sample import Sample
 from ..settings import Settings, SettingsOptions
+from .record import score_record
 from .runner import build_engines, resolve_metrics, run_sync, shared_tags
 
 __all__ = ["Scorer", "explain", "fingerprint", "run_sync"]
@@ -115,7 +115,7 @@ class Scorer:
             raise TypeError(f"expected a Sample, got {type(sample).__name__}")
         if only is None and key is None:
             ctx = self._context()
-            scores = await score_sample(sample, self.metrics, ctx, self._reuse)
+            scores = await score_record(sample, self.metrics, ctx, self._reuse)
             self.id_check.add_scores(sample.id, scores)
             return dict(zip(self.names, scores, strict=True))
         names = self.names if only is None else self._known(only)
@@ -202,7 +202,7 @@ class Scorer:
     ) -> None:
         metrics = [m for m in self.metrics if m.name in names]
         try:
-            scores = await score_sample(sample, metrics, ctx, self._reuse)
+            scores = await score_record(sample, metrics, ctx, self._reuse)
         except BaseException as exc:  # cancelled: whoever asks next computes it again
             with self._lock:
                 for metric in metrics:

@@ -39,7 +39,8 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import Unpack
 
-from ..judging.engine import EmbeddingEngine, EmbeddingFailed, JudgeCall, JudgeEngine, cost_of
+from ..judging.embedding import EmbeddingEngine, EmbeddingFailed
+from ..judging.engine import JudgeCall, JudgeEngine, cost_of
 from ..prompts.testset import (
     AnswerableVerdict,
     NoAnswerQuestion,

@@ -1,12 +1,12 @@
 """Numbers, units and dates in one written form, so that two ways of writing a quantity meet.
 
-Why: the offline claim check (`ragbridge.core.metrics.offline.matching`) compares a claim's
-numbers and terms with the contexts' and embeds both. "8,849 metres", "8849 m", "8 849 m" and
-"8849.0 meters" state one fact and must become the same tokens; "8,849" and "8,848" must stay two
-(that difference is how the offline check catches a counterfactual). `canonical` rewrites the
-written form only, the same way on both sides: no unit is converted (5 km is not read as
-5,000 m), nothing is rounded, and a text without digits or number words is returned unchanged
-(but for US spellings of metre and litre).
+Why: the offline claim check (`ragbridge.core.metrics.providers.offline.matching`) compares a
+claim's numbers and terms with the contexts' and embeds both. "8,849 metres", "8849 m",
+"8 849 m" and "8849.0 meters" state one fact and must become the same tokens; "8,849" and
+"8,848" must stay two (that difference is how the offline check catches a counterfactual).
+`canonical` rewrites the written form only, the same way on both sides: no unit is converted
+(5 km is not read as 5,000 m), nothing is rounded, and a text without digits or number words is
+returned unchanged (but for US spellings of metre and litre).
 
 The rules:
 

@@ -29,11 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from ...registry import register_provider
-from ...results.evaluation import Score
-from ...sample import Sample
-from ...text.words import content_words, sentences
-from ..base import Metric, MetricContext
+from ....registry import register_provider
+from ....results.evaluation import Score
+from ....sample import Sample
+from ....text.words import content_words, sentences
+from ...base import Metric, MetricContext
 from .matching import embed, is_noncommittal
 from .question_form import (
     ANSWER_TYPES,

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ...results.evaluation import FailureKind, Score
-from ...sample import Sample
-from ...text.quantities import canonical
-from ...text.words import content_words
-from ..base import Metric, MetricContext, declare
+from ....results.evaluation import FailureKind, Score
+from ....sample import Sample
+from ....text.quantities import canonical
+from ....text.words import content_words
+from ...base import Metric, MetricContext, declare
 
 __all__ = ["ContextUsage"]
 

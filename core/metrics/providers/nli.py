@@ -21,12 +21,12 @@ built (``Hallucination(provider="nli")``, ``by_name("hallucination:nli")``, a CL
 
 from __future__ import annotations
 
-from ..judging.judge import EntailmentModel
-from ..registry import register_provider
-from ..results.evaluation import FailureKind, Score
-from ..sample import Sample
-from ..text.words import sentences
-from .base import Metric, MetricContext
+from ...judging.judge import EntailmentModel
+from ...registry import register_provider
+from ...results.evaluation import FailureKind, Score
+from ...sample import Sample
+from ...text.words import sentences
+from ..base import Metric, MetricContext
 
 __all__ = ["DEFAULT_ENTAILMENT", "detects_contradiction", "nli_faithfulness", "nli_hallucination"]
 

@@ -3,10 +3,10 @@ matcher (`match_sentences`)."""
 
 from __future__ import annotations
 
-from ...registry import register_provider
-from ...results.evaluation import FailureKind, Score
-from ...sample import Sample
-from ..base import Metric, MetricContext
+from ....registry import register_provider
+from ....results.evaluation import FailureKind, Score
+from ....sample import Sample
+from ...base import Metric, MetricContext
 from .matching import OfflineSettings, claims_of, match_sentences
 
 __all__ = ["score_context_recall"]

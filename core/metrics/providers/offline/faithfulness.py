@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...registry import register_provider
-from ...results.evaluation import FailureKind, Score
-from ...sample import Sample
-from ...text.words import terms
-from ..base import Metric, MetricContext
+from ....registry import register_provider
+from ....results.evaluation import FailureKind, Score
+from ....sample import Sample
+from ....text.words import terms
+from ...base import Metric, MetricContext
 from .matching import OfflineSettings, TermIndex, claims_of, match_sentences
 
 __all__ = [

@@ -1,5 +1,5 @@
 """The offline provider's matcher: which context sentence supports a claim, from embeddings and
-exact checks. Every offline measure (`ragbridge.core.metrics.offline`) is built on it.
+exact checks. Every offline measure (`ragbridge.core.metrics.providers.offline`) is built on it.
 
 No usable LLM runs offline on a laptop or in CI (see the integration notes), so the offline path
 approximates each judge task with a sentence-embedding matcher plus exact checks where
@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from ...text.quantities import canonical, lone_counts
-from ...text.words import (
+from ....text.quantities import canonical, lone_counts
+from ....text.words import (
     content_words,
     is_preamble,
     numbers,
@@ -44,7 +44,7 @@ from ...text.words import (
     unframed,
     words,
 )
-from ..base import MetricContext
+from ...base import MetricContext
 
 __all__ = [
     "DEFAULT_COVERAGE",

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ...results.evaluation import Score
-from ...sample import Sample
-from ..base import Metric, MetricContext, declare
+from ....results.evaluation import Score
+from ....sample import Sample
+from ...base import Metric, MetricContext, declare
 from .matching import embed
 
 __all__ = ["AnswerSimilarity"]

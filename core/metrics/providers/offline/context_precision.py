@@ -3,12 +3,12 @@ is useful, then the same rank-aware average precision as the judged measure."""
 
 from __future__ import annotations
 
-from ...registry import register_provider
-from ...results.evaluation import Score
-from ...sample import Sample
-from ...text.words import sentences
-from .._shared import average_precision
-from ..base import Metric, MetricContext
+from ....registry import register_provider
+from ....results.evaluation import Score
+from ....sample import Sample
+from ....text.words import sentences
+from ..._shared import average_precision
+from ...base import Metric, MetricContext
 from .matching import OfflineSettings, embed, shortlist
 
 __all__ = ["score_context_precision"]

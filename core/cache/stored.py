@@ -1,0 +1,183 @@
+"""What every cache backend stores and hands back: the stored forms and the records.
+
+A networked backend (`ragbridge.core.cache.backend`; Redis in the adapters) stores the same
+bytes as the SQLite file (`ragbridge.core.cache.disk`), so the two answer alike and cannot drift:
+the helpers here are the one definition of each stored form (a text's digest, a reply's facts,
+a vector's bytes), and the records are what any backend returns (`CachedReply`, `CacheStats`)
+or what the SQLite file's housekeeping reports (`ReplyRow`, `ReplyGroup`, `EmbeddingGroup`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .request_key import canonical_value
+
+__all__ = [
+    "CacheGroups",
+    "CacheStats",
+    "CachedReply",
+    "EmbeddingGroup",
+    "ReplyGroup",
+    "ReplyRow",
+    "decode_vector",
+    "encode_vectors",
+    "facts_json",
+    "text_hash",
+]
+
+#: Stored vector element type: float32, little-endian whatever the machine, so a cache file can
+#: be copied between hosts.
+_VECTOR_DTYPE = np.dtype("<f4")
+
+
+def text_hash(text: str) -> str:
+    """Embeddings are keyed by a digest, not the text, so long passages cost 64 bytes each."""
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def facts_json(facts: Mapping[str, Any] | None) -> str | None:
+    """The stored form of a reply's ``facts`` (see `Cache.put_reply`), or None for none.
+
+    `canonical_value` refuses what JSON would silently change (non-string keys, NaN), so what is
+    read back is what was checked.
+    """
+    if facts is None:
+        return None
+    return json.dumps(canonical_value(dict(facts), "facts"), sort_keys=True)
+
+
+def encode_vectors(
+    texts: Sequence[str],
+    vectors: Sequence[Sequence[float]] | npt.NDArray[np.floating[Any]],
+) -> list[tuple[str, int, bytes]]:
+    """``(text_hash, dim, little-endian float32 bytes)`` per text, every vector checked first.
+
+    All vectors are checked before any is returned, so a caller that writes only what this
+    returns leaves its store untouched by a bad batch: misaligned lengths, a vector that is not
+    a non-empty 1-D array of numbers, or a NaN or infinite value (or one beyond float32 range)
+    raise ValueError naming the text's index, because a cached NaN would poison every later run.
+    """
+    if len(texts) != len(vectors):
+        raise ValueError(
+            f"put_embeddings got {len(texts)} texts but {len(vectors)} vectors; "
+            "they must be aligned one to one"
+        )
+    rows: list[tuple[str, int, bytes]] = []
+    for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
+        try:
+            arr = np.asarray(vector, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"embedding for text #{i} is not a vector of numbers: {exc}") from None
+        if arr.ndim != 1 or arr.size == 0:
+            raise ValueError(
+                f"embedding for text #{i} must be a non-empty 1-D vector, got shape {arr.shape}"
+            )
+        with np.errstate(over="ignore"):
+            stored = arr.astype(_VECTOR_DTYPE)
+        if not np.all(np.isfinite(stored)):
+            raise ValueError(
+                f"embedding for text #{i} contains non-finite values "
+                "(NaN, infinity, or beyond float32 range)"
+            )
+        rows.append((text_hash(text), int(arr.size), stored.tobytes()))
+    return rows
+
+
+def decode_vector(blob: bytes, dim: int) -> list[float] | None:
+    """The stored vector as float64 values, or None when ``blob`` does not hold ``dim`` floats.
+
+    A truncated or foreign value is a miss rather than an error: the caller recomputes the
+    vector and the put replaces the bad entry.
+    """
+    if dim <= 0 or len(blob) != dim * _VECTOR_DTYPE.itemsize:
+        return None
+    values: list[float] = np.frombuffer(blob, dtype=_VECTOR_DTYPE).astype(np.float64).tolist()
+    return values
+
+
+@dataclass(frozen=True)
+class CachedReply:
+    """A judge reply as cached: the raw text plus the token usage it cost when it was made.
+
+    The usage is kept so a report can say what a run *would* have cost without the cache.
+    """
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        """Reject values that would corrupt later cost accounting."""
+        if not isinstance(self.text, str):
+            raise TypeError(f"CachedReply.text must be str, got {type(self.text).__name__}")
+        for name in ("prompt_tokens", "completion_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"CachedReply.{name} must be a non-negative int, got {value!r}")
+
+
+@dataclass(frozen=True)
+class ReplyRow:
+    """One stored reply as `Cache.reply_rows` yields it (None: not recorded by the writer)."""
+
+    key: str
+    model: str
+    template_id: str
+    template_version: str | None
+    text: str
+    facts: dict[str, Any] | None
+    created: float | None
+
+
+@dataclass(frozen=True)
+class ReplyGroup:
+    """Replies of one model, template and template version (``ragbridge cache stats``)."""
+
+    model: str
+    template_id: str
+    template_version: str | None
+    count: int
+    text_bytes: int
+    oldest: float | None
+    newest: float | None
+
+
+@dataclass(frozen=True)
+class EmbeddingGroup:
+    """Embeddings of one model and dimension; ``unknown_age`` were stored before ages were."""
+
+    model: str
+    dim: int
+    count: int
+    vector_bytes: int
+    unknown_age: int
+
+
+@dataclass(frozen=True)
+class CacheGroups:
+    replies: list[ReplyGroup]
+    embeddings: list[EmbeddingGroup]
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """Row counts of the cache file, and the hits and misses of one :class:`Cache` object.
+
+    ``hits``/``misses`` count :meth:`Cache.get_reply` calls and individual texts looked up by
+    :meth:`Cache.get_embeddings`, so a second identical run should show ``misses == 0``.
+    """
+
+    replies: int
+    embeddings: int
+    hits: int
+    misses: int
+    results: int = 0
+    """Whole Scores kept for reuse (`ragbridge.core.cache.scores`)."""
