@@ -33,6 +33,7 @@ from langsmith import traceable
 from langsmith.run_trees import RunTree
 from langsmith.schemas import Example, Run
 
+from ragbridge.adapters._extras import install_hint
 from ragbridge.adapters.langsmith import (
     OfflineClient,
     build_run_trees,
@@ -135,7 +136,8 @@ def test_import_without_langsmith_names_the_extra() -> None:
         "    print(exc)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert 'pip install "ragbridge[langsmith]"' in out.stdout
+    assert install_hint("langsmith") in out.stdout
+    assert "ragbridge.adapters.langsmith needs langsmith" in out.stdout
 
 
 # --------------------------------------------------------------------------- live, inside evaluate

@@ -38,6 +38,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from llamaindex_fakes import HashEmbedding
 from pydantic import BaseModel
 
+from ragbridge.adapters._extras import install_hint
 from ragbridge.adapters.llamaindex import (
     LlamaIndexEmbedder,
     LlamaIndexJudge,
@@ -48,6 +49,7 @@ from ragbridge.adapters.llamaindex import (
     usage_of,
 )
 from ragbridge.adapters.llamaindex import capture as li
+from ragbridge.adapters.llamaindex.reading import model_name
 from ragbridge.core import evaluate
 from ragbridge.core.judging.engine import JudgeEngine
 from ragbridge.core.judging.judge import (
@@ -124,7 +126,8 @@ def test_import_without_llama_index_names_the_extra() -> None:
         """
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert 'pip install "ragbridge[llamaindex]"' in out.stdout
+    assert install_hint("llamaindex") in out.stdout
+    assert "ragbridge.adapters.llamaindex needs llama-index-core" in out.stdout
 
 
 # --------------------------------------------------------------------------- the index itself
@@ -685,5 +688,5 @@ def test_run_query_engine_records_the_generating_model(index: VectorStoreIndex) 
     out = run_query_engine(named, _samples()[:3], max_concurrency=3)
     assert [s.metadata.get("generator_model") for s in out] == ["gpt-4o-mini"] * 3
     assert all(s.answer == "an answer" for s in out)
-    assert li._model_name({"model": ""}) is None
-    assert li._model_name({"model_name": "m"}) == "m"
+    assert model_name({"model": ""}) is None
+    assert model_name({"model_name": "m"}) == "m"

@@ -4,19 +4,18 @@
   exported JSONL into `Sample`s; `offline_client` runs ``langsmith.evaluate`` with no network.
 * **Sink side** (`ragbridge.adapters.langsmith.evaluators`): ragbridge metrics as drop-in
   ``langsmith.evaluate`` evaluators, traced like LangSmith's own function evaluators
-  (`ragbridge.adapters.langsmith.tracing`).
+  (`ragbridge.adapters.langsmith.tracing`); where they find each field of a sample in a run is
+  `ragbridge.adapters.langsmith.fields`.
+* **Both sides** read traces with `ragbridge.adapters.langsmith.reading` (run fields, retriever
+  runs, retrieved documents as contexts).
 
-Importing it without langsmith raises ImportError naming the extra:
-``pip install "ragbridge[langsmith]"``.
+Importing it without langsmith raises ImportError naming the extra (`INSTALL_HINT`):
+``pip install ".[langsmith]"`` in your ragbridge clone.
 """
 
 from __future__ import annotations
 
-from ragbridge.adapters._frameworks import quiet_frameworks
-
-quiet_frameworks()  # before the modules below import langsmith
-
-from .evaluators import (  # noqa: E402
+from .evaluators import (
     KEY_PRESETS,
     LANGSMITH_TUTORIAL_KEYS,
     FieldSpec,
@@ -27,8 +26,8 @@ from .evaluators import (  # noqa: E402
     evaluators,
     summary_evaluators,
 )
-from .examples import example_id, example_records, save_examples, to_examples  # noqa: E402
-from .runs import (  # noqa: E402
+from .examples import example_id, example_records, save_examples, to_examples
+from .runs import (
     INSTALL_HINT,
     OfflineClient,
     build_run_trees,

@@ -7,15 +7,16 @@ evaluators that go straight into ``evaluators=[...]`` of ``langsmith.evaluate`` 
 confidence interval for ``summary_evaluators=[...]``.
 
 How a run becomes a `Sample` (every field can be overridden by a key name, a list of key
-names tried in order, or a callable ``(run, example) -> value``):
+names tried in order, or a callable ``(run, example) -> value``; the reading is
+`ragbridge.adapters.langsmith.fields`):
 
 * question: the run's inputs ``question`` / ``input`` / ``query`` (also one level down, since
   ``evaluate`` hands a traced ``pipeline(inputs)`` the whole inputs dict);
 * answer: the run's outputs ``answer`` / ``output``;
 * contexts: the run's outputs ``contexts`` / ``documents`` / ``context`` or else the retriever
-  child runs of the trace (the "evaluating intermediate steps" case), read with the helpers of
-  `ragbridge.adapters.langsmith.runs` (LangChain retrievers, ``@traceable(run_type="retriever")``,
-  Documents, dicts, strings);
+  child runs of the trace (the "evaluating intermediate steps" case), read as the source side
+  reads them (`ragbridge.adapters.langsmith.reading`: LangChain retrievers,
+  ``@traceable(run_type="retriever")``, Documents, dicts, strings);
 * reference: the example's outputs ``reference`` / ``ground_truth`` / ``expected_output`` /
   ``answer`` / ``output``; relevance labels (for ``recall@5``, ``ndcg@10``, ...): the example's
   outputs ``relevance`` (id → grade) or ``relevant_ids`` (grade 1).
@@ -93,7 +94,7 @@ Design decisions:
   names instead, they own a fresh scorer and score every run themselves.
 
 Importing this module without langsmith raises ImportError naming the extra:
-``pip install "ragbridge[langsmith]"``.
+``pip install ".[langsmith]"`` (in your ragbridge clone).
 """
 
 from __future__ import annotations
@@ -105,40 +106,32 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
 from typing_extensions import Unpack
 
 from ragbridge.core.metrics.base import Metric
 from ragbridge.core.results.evaluation import Failure, FailureKind, Score
 from ragbridge.core.results.stats import mean_ci
-from ragbridge.core.sample import Context, Sample
+from ragbridge.core.sample import Sample
 from ragbridge.core.scoring.runner import run_sync
 from ragbridge.core.scoring.scorer import Scorer, explain
 from ragbridge.core.settings import Settings, SettingsOptions
 
-from .runs import (
-    INSTALL_HINT,
-    RetrieverSelector,
-    _context,
-    _document_list,
-    _find_text,
-    _get,
-    _label,
-    _select_retrievers,
+from ._framework import EvaluationResult, EvaluationResults, RunEvaluator
+from .fields import (
+    ANSWER_KEYS,
+    CONTEXT_KEYS,
+    QUESTION_KEYS,
+    REFERENCE_KEYS,
+    RELEVANCE_KEYS,
+    FieldMissing,
+    Fields,
+    FieldSpec,
+    IdKey,
+    field_keys,
+    id_keys,
 )
+from .reading import RetrieverSelector, field_of
 from .tracing import carry_context, evaluator_run, traced_settings
-
-try:
-    from langsmith.evaluation.evaluator import (
-        EvaluationResult,
-        EvaluationResults,
-        RunEvaluator,
-    )
-except ImportError as exc:  # the fence: name the extra, not just the missing module
-    raise ImportError(
-        f"ragbridge.adapters.langsmith needs langsmith, which is not installed ({exc}); "
-        f"install the langsmith extra: {INSTALL_HINT}"
-    ) from exc
 
 __all__ = [
     "KEY_PRESETS",
@@ -151,14 +144,6 @@ __all__ = [
     "evaluators",
     "summary_evaluators",
 ]
-
-FieldSpec = str | Sequence[str] | Callable[[Any, Any], Any] | None
-"""How to find a field: None for the defaults, a key name, key names tried in order, or a
-callable ``(run, example) -> value`` for full control."""
-
-IdKey = str | Sequence[str] | Callable[[Context], Any] | None
-"""Where a context's id comes from: None for its own, a metadata key, metadata keys tried in
-order, or a callable ``(Context) -> id | None`` (None keeps the context's own id)."""
 
 LANGSMITH_TUTORIAL_KEYS: Mapping[str, str] = {
     "correctness": "correctness",
@@ -174,12 +159,6 @@ asks the same question (see the module doc for how the numbers differ)."""
 
 KEY_PRESETS: Mapping[str, Mapping[str, str]] = {"langsmith-tutorial": LANGSMITH_TUTORIAL_KEYS}
 """Named feedback-key sets for ``keys=``."""
-
-QUESTION_KEYS = ("question", "input", "query")
-ANSWER_KEYS = ("answer", "output")
-CONTEXT_KEYS = ("contexts", "documents", "context")
-REFERENCE_KEYS = ("reference", "ground_truth", "expected_output", "answer", "output")
-RELEVANCE_KEYS = ("relevance", "qrels", "relevant_ids")
 
 _FEEDBACK_CONFIG = {"type": "continuous", "min": 0, "max": 1}
 _ID_KEY_IN_TEXT = re.compile(r"id_key=('[^']*')")
@@ -214,274 +193,6 @@ def _feedback_keys(keys: Mapping[str, str] | str | None, metrics: Sequence[str])
             "one with keys={metric: key}"
         )
     return chosen
-
-
-# --------------------------------------------------------------------------- field extraction
-
-
-class _Missing(Exception):
-    """A field that could not be read from the run or example (message names both and keys)."""
-
-    def __init__(self, message: str, kind: FailureKind = FailureKind.MISSING_INPUT) -> None:
-        super().__init__(message)
-        self.kind = kind
-
-
-def _keys_of(value: Any) -> str:
-    return ", ".join(map(str, value)) or "none" if isinstance(value, Mapping) else "none"
-
-
-def _spec(
-    name: str, spec: FieldSpec, default: tuple[str, ...]
-) -> tuple[str, ...] | Callable[..., Any]:
-    """Validate an override at construction time, so a typo fails before the experiment runs."""
-    if spec is None:
-        return default
-    if isinstance(spec, str):
-        return (spec,)
-    if callable(spec):
-        return spec
-    if isinstance(spec, Sequence) and spec and all(isinstance(k, str) for k in spec):
-        return tuple(spec)
-    raise TypeError(
-        f"{name} must be a key name, a list of key names or a callable (run, example), got {spec!r}"
-    )
-
-
-def _id_spec(id_key: IdKey) -> tuple[str, ...] | Callable[..., Any] | None:
-    """Validate ``id_key`` at construction time (see `IdKey`)."""
-    if id_key is None:
-        return None
-    if isinstance(id_key, str):
-        return (id_key,)
-    if callable(id_key):
-        return id_key
-    if isinstance(id_key, Sequence) and id_key and all(isinstance(k, str) for k in id_key):
-        return tuple(id_key)
-    raise TypeError(
-        "id_key must be a metadata key, a list of metadata keys or a callable (context) -> id, "
-        f"got {id_key!r}"
-    )
-
-
-def _first_key(data: Any, keys: Sequence[str]) -> tuple[str, Any] | None:
-    """The first of ``keys`` present in ``data`` with a non-None value."""
-    if not isinstance(data, Mapping):
-        return None
-    for key in keys:
-        if data.get(key) is not None:
-            return key, data[key]
-    return None
-
-
-def _call(name: str, fn: Callable[..., Any], run: Any, example: Any) -> Any:
-    try:
-        return fn(run, example)
-    except Exception as exc:
-        raise _Missing(
-            f"{_label(run)}: the {name} callable raised {type(exc).__name__}: {exc}",
-            FailureKind.INVALID_INPUT,
-        ) from exc
-
-
-def _example_label(example: Any) -> str:
-    return f"example {_get(example, 'id')}"
-
-
-@dataclass(frozen=True)
-class _Fields:
-    """Where each field of a `Sample` is read from (see `evaluators` for the rules)."""
-
-    question: tuple[str, ...] | Callable[..., Any]
-    answer: tuple[str, ...] | Callable[..., Any]
-    contexts: tuple[str, ...] | Callable[..., Any]
-    contexts_given: bool
-    retriever: RetrieverSelector
-    reference: tuple[str, ...] | Callable[..., Any]
-    relevance: tuple[str, ...] | Callable[..., Any]
-    id_key: tuple[str, ...] | Callable[..., Any] | None = None
-
-    def question_of(self, run: Any, example: Any) -> str:
-        inputs = _get(run, "inputs") or {}
-        if callable(self.question):
-            value = _call("question_key", self.question, run, example)
-        elif self.question == QUESTION_KEYS:  # defaults: also one level down, or a lone string
-            value = _find_text(inputs, QUESTION_KEYS)
-        else:
-            found = _first_key(inputs, self.question)
-            value = None if found is None else _find_text(found[1], QUESTION_KEYS)
-        if not isinstance(value, str):
-            tried = (
-                "the question_key callable"
-                if callable(self.question)
-                else ("keys tried: " + ", ".join(self.question))
-            )
-            raise _Missing(
-                f"{_label(run)}: no question in the run's inputs ({tried}; inputs have: "
-                f"{_keys_of(inputs)}); pass question_key=<input name>"
-            )
-        return value
-
-    def answer_of(self, run: Any, example: Any) -> str:
-        outputs = _get(run, "outputs")
-        if callable(self.answer):
-            value = _call("answer_key", self.answer, run, example)
-            tried = "the answer_key callable returned no text"
-        else:
-            found = _first_key(outputs, self.answer)
-            value = None if found is None else _find_text(found[1], ANSWER_KEYS)
-            tried = "keys tried: " + ", ".join(self.answer)
-        if not isinstance(value, str):
-            error = _get(run, "error")
-            why = f"; the target failed: {str(error).splitlines()[0]}" if error else ""
-            raise _Missing(
-                f"{_label(run)}: no answer in the run's outputs ({tried}; outputs have: "
-                f"{_keys_of(outputs)}){why}; pass answer_key=<output name>"
-            )
-        return value
-
-    def contexts_of(self, run: Any, example: Any) -> list[Context]:
-        if callable(self.contexts):
-            items = _call("contexts_from", self.contexts, run, example)
-            if items is None:
-                items = []
-            if not isinstance(items, (list, tuple)):
-                raise _Missing(
-                    f"{_label(run)}: the contexts_from callable returned "
-                    f"{type(items).__name__}, expected a list",
-                    FailureKind.INVALID_INPUT,
-                )
-            return _to_contexts(run, list(items))
-        outputs = _get(run, "outputs")
-        if self.retriever is None or self.contexts_given:
-            found = _first_key(outputs, self.contexts)
-            if found is not None:
-                value = found[1]
-                items = [value] if isinstance(value, str) else value
-                if not isinstance(items, (list, tuple)):
-                    raise _Missing(
-                        f"{_label(run)}: outputs[{found[0]!r}] is {type(value).__name__}, "
-                        "expected a list of contexts",
-                        FailureKind.INVALID_INPUT,
-                    )
-                return _to_contexts(run, list(items))
-            if self.contexts_given:
-                raise _Missing(
-                    f"{_label(run)}: no contexts in the run's outputs (keys tried: "
-                    f"{', '.join(self.contexts)}; outputs have: {_keys_of(outputs)})"
-                )
-        try:
-            chosen = _select_retrievers(run, self.retriever)[-1]
-            return [_context(chosen, i, item) for i, item in enumerate(_document_list(chosen))]
-        except ValueError as exc:
-            raise _Missing(
-                f"no contexts: the run's outputs have none of {', '.join(self.contexts)} "
-                f"(outputs have: {_keys_of(outputs)}) and {exc}; pass contexts_from=<output "
-                "name> or a callable (run, example), e.g. lambda run, example: [] for a "
-                "pipeline without retrieval"
-            ) from None
-
-    def with_ids(self, run: Any, contexts: list[Context]) -> tuple[list[Context], int]:
-        """``contexts`` with their ids read through ``id_key``, and how many had none there
-        (those keep their own id, as `ragbridge.adapters.langchain.document_to_context` does)."""
-        if self.id_key is None:
-            return contexts, 0
-        out: list[Context] = []
-        missed = 0
-        for i, context in enumerate(contexts):
-            if callable(self.id_key):
-                try:
-                    value = self.id_key(context)
-                except Exception as exc:
-                    raise _Missing(
-                        f"{_label(run)}: the id_key callable raised {type(exc).__name__} on "
-                        f"context {i}: {exc}",
-                        FailureKind.INVALID_INPUT,
-                    ) from exc
-            else:
-                meta = context.metadata
-                value = next((meta[k] for k in self.id_key if meta.get(k) is not None), None)
-            if value is None:
-                missed += 1
-                out.append(context)
-            else:
-                out.append(context.model_copy(update={"id": str(value)}))
-        return out, missed
-
-    def reference_of(self, run: Any, example: Any) -> str:
-        if callable(self.reference):
-            value = _call("reference_key", self.reference, run, example)
-            tried = "the reference_key callable returned no text"
-        else:
-            if example is None:
-                raise _Missing(f"{_label(run)}: no example, so no reference answer")
-            found = _first_key(_get(example, "outputs"), self.reference)
-            value = None if found is None else _find_text(found[1], REFERENCE_KEYS)
-            tried = "keys tried: " + ", ".join(self.reference)
-        if not isinstance(value, str):
-            outputs = _get(example, "outputs") if example is not None else None
-            raise _Missing(
-                f"{_example_label(example)}: no reference in the example's outputs ({tried}; "
-                f"outputs have: {_keys_of(outputs)}); pass reference_key=<output name>"
-            )
-        return value
-
-    def no_relevance(self, run: Any, example: Any) -> str:
-        """Why a run has no relevance labels (appended to ranking metrics' failures)."""
-        if callable(self.relevance):
-            return f"{_label(run)}: the relevance_key callable returned None"
-        if example is None:
-            return f"{_label(run)}: no example, so no relevance labels"
-        return (
-            f"{_example_label(example)}: no relevance labels in the example's outputs (keys "
-            f"tried: {', '.join(self.relevance)}; outputs have: "
-            f"{_keys_of(_get(example, 'outputs'))}); pass relevance_key=<output name>"
-        )
-
-    def relevance_of(self, run: Any, example: Any) -> dict[str, int] | None:
-        if callable(self.relevance):
-            value = _call("relevance_key", self.relevance, run, example)
-            where = f"{_label(run)}: the relevance_key callable"
-        else:
-            found = _first_key(
-                _get(example, "outputs") if example is not None else None, self.relevance
-            )
-            if found is None:
-                return None
-            value = found[1]
-            where = f"{_example_label(example)}: outputs[{found[0]!r}]"
-        if value is None:
-            return None
-        if isinstance(value, Mapping):
-            grades = dict(value.items())
-        elif isinstance(value, (list, tuple, set)):
-            grades = {item: 1 for item in value}
-        else:
-            raise _Missing(
-                f"{where} is {type(value).__name__}, expected a mapping id -> grade or a list "
-                "of relevant ids",
-                FailureKind.INVALID_INPUT,
-            )
-        for key, grade in grades.items():
-            if isinstance(grade, bool) or not isinstance(grade, int):
-                raise _Missing(
-                    f"{where}: grade of {key!r} must be an integer, got {grade!r}",
-                    FailureKind.INVALID_INPUT,
-                )
-        return {str(k): int(v) for k, v in grades.items()}
-
-
-def _to_contexts(run: Any, items: list[Any]) -> list[Context]:
-    out: list[Context] = []
-    for i, item in enumerate(items):
-        if isinstance(item, Context):
-            out.append(item)
-            continue
-        try:
-            out.append(_context(run, i, item))
-        except ValueError as exc:
-            raise _Missing(str(exc), FailureKind.INVALID_INPUT) from None
-    return out
 
 
 # --------------------------------------------------------------------------- per-run outcome
@@ -545,19 +256,16 @@ class RagbridgeEvaluators:
         self._lock = threading.Lock()
         self._scored_in: dict[str, Any] = {}  # run id -> the evaluator run that scored it
         self._id_misses: dict[str, tuple[int, int]] = {}  # run id -> (without id_key, contexts)
-        if retriever is not None and not (isinstance(retriever, str) or callable(retriever)):
-            raise TypeError(f"retriever must be a run name, a callable or None, got {retriever!r}")
-        if sample_from is not None and not callable(sample_from):
-            raise TypeError(f"sample_from must be a callable (run, example), got {sample_from!r}")
-        self.fields = _Fields(
-            question=_spec("question_key", question_key, QUESTION_KEYS),
-            answer=_spec("answer_key", answer_key, ANSWER_KEYS),
-            contexts=_spec("contexts_from", contexts_from, CONTEXT_KEYS),
+        self.fields = Fields(
+            question=field_keys("question_key", question_key, QUESTION_KEYS),
+            answer=field_keys("answer_key", answer_key, ANSWER_KEYS),
+            contexts=field_keys("contexts_from", contexts_from, CONTEXT_KEYS),
             contexts_given=contexts_from is not None,
             retriever=retriever,
-            reference=_spec("reference_key", reference_key, REFERENCE_KEYS),
-            relevance=_spec("relevance_key", relevance_key, RELEVANCE_KEYS),
-            id_key=_id_spec(id_key),
+            reference=field_keys("reference_key", reference_key, REFERENCE_KEYS),
+            relevance=field_keys("relevance_key", relevance_key, RELEVANCE_KEYS),
+            id_key=id_keys(id_key),
+            sample_from=sample_from,
         )
         self.sample_from = sample_from
 
@@ -575,79 +283,21 @@ class RagbridgeEvaluators:
     def _build(self, run: Any, example: Any) -> tuple[Sample, dict[str, str]]:
         if run is None:
             raise ValueError("the evaluator got None instead of a run")
-        if self.sample_from is not None:
-            try:
-                built = self.sample_from(run, example)
-            except Exception as exc:
-                raise _Missing(
-                    f"{_label(run)}: sample_from raised {type(exc).__name__}: {exc}",
-                    FailureKind.INVALID_INPUT,
-                ) from exc
-            if not isinstance(built, Sample):
-                raise _Missing(
-                    f"{_label(run)}: sample_from returned {type(built).__name__}, "
-                    "expected a Sample",
-                    FailureKind.INVALID_INPUT,
-                )
-            return built, {}
-        f = self.fields
-        notes: dict[str, str] = {}
-        question = f.question_of(run, example)
-        contexts, missed = f.with_ids(run, f.contexts_of(run, example))
-        if f.id_key is not None and _get(run, "id") is not None:
+        read = self.fields.read(run, example, ids_seen=lambda n: self._note_ids(run, n))
+        return read.sample, read.notes
+
+    def _note_ids(self, run: Any, misses: tuple[int, int]) -> None:
+        """Keep how many of a run's contexts ``id_key`` found no id for (for `_id_hint`)."""
+        run_id = field_of(run, "id")
+        if run_id is not None:
             with self._lock:
-                self._id_misses[str(_get(run, "id"))] = (missed, len(contexts))
-        answer = reference = None
-        try:
-            answer = f.answer_of(run, example)
-        except _Missing as exc:
-            if exc.kind is not FailureKind.MISSING_INPUT:
-                raise
-            notes["answer"] = str(exc)
-        try:
-            reference = f.reference_of(run, example)
-        except _Missing as exc:
-            if exc.kind is not FailureKind.MISSING_INPUT:
-                raise
-            notes["reference"] = str(exc)
-        relevance = f.relevance_of(run, example)
-        if relevance is None:
-            notes["relevance"] = f.no_relevance(run, example)
-        outputs = _get(example, "outputs") if example is not None else None
-        ref_contexts = outputs.get("reference_contexts") if isinstance(outputs, Mapping) else None
-        example_id = _get(example, "id") if example is not None else None
-        if example_id is None:
-            example_id = _get(run, "reference_example_id")
-        info: dict[str, Any] = {"run_id": str(_get(run, "id")), "run_name": _get(run, "name")}
-        if example_id is not None:
-            info["example_id"] = str(example_id)
-        try:
-            sample = Sample(
-                id=str(example_id if example_id is not None else _get(run, "id")),
-                question=question,
-                answer=answer,
-                contexts=contexts,
-                reference=reference,
-                reference_contexts=(
-                    [str(c) for c in ref_contexts]
-                    if isinstance(ref_contexts, (list, tuple))
-                    else None
-                ),
-                relevance=relevance,
-                metadata={"langsmith": info},
-            )
-        except ValidationError as exc:
-            raise _Missing(
-                f"{_label(run)}: the run does not make a valid sample: {exc}",
-                FailureKind.INVALID_INPUT,
-            ) from None
-        return sample, notes
+                self._id_misses[str(run_id)] = misses
 
     def _prepare(self, run: Any, example: Any) -> _Outcome | tuple[Sample, dict[str, str]]:
         """Either a finished outcome (the run could not be read) or a sample to score."""
         try:
             return self._build(run, example)
-        except _Missing as exc:
+        except FieldMissing as exc:
             failure = Failure(kind=exc.kind, message=str(exc))
             return _Outcome(None, {m: Score(failure=failure) for m in self.metrics})
 
@@ -668,7 +318,7 @@ class RagbridgeEvaluators:
         if isinstance(prepared, _Outcome):
             return prepared
         sample, notes = prepared
-        scores = await self.scorer.ascore(sample, key=("run", str(_get(run, "id"))))
+        scores = await self.scorer.ascore(sample, key=("run", str(field_of(run, "id"))))
         return self._finish(sample, notes, scores)
 
     def scores(self, run: Any, example: Any = None) -> dict[str, Score]:
@@ -685,7 +335,7 @@ class RagbridgeEvaluators:
     def _claim(self, run: Any, evaluator_run_id: Any) -> Any:
         """The evaluator run that scores ``run`` for this set: ``evaluator_run_id`` when it is
         the first to ask, else the one that asked first (its run holds the judge calls)."""
-        run_id = _get(run, "id")
+        run_id = field_of(run, "id")
         if run_id is None:
             return evaluator_run_id
         with self._lock:

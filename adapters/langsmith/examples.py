@@ -17,9 +17,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from langsmith.schemas import Example
-
 from ragbridge.core.sample import Sample
+
+from ._framework import Example
 
 __all__ = ["example_id", "example_records", "save_examples", "to_examples"]
 

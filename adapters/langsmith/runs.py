@@ -10,45 +10,47 @@ child run, the answer in the root's outputs. This module reads them from whereve
 * runs exported as JSON / JSONL (`load_runs`), which the API returns *flat*: each run names its
   ``parent_run_id`` and the tree has to be rebuilt.
 
-LangSmith stores retrieved documents in several shapes, all accepted: a LangChain retriever
-writes ``{"documents": [Document, ...]}`` (dicts with ``page_content``/``metadata``/``id`` once
-serialised, or LangChain's ``{"lc": 1, "type": "constructor", ...}`` form); a ``@traceable``
-function returning a list writes ``{"output": [...]}``, whose items may be Documents, dicts with
-``page_content``, ``text`` or ``content``, or bare strings. A trace that does not fit raises a
-`ValueError` naming the run id and what is missing, because a silently empty context list would
-score as a bad retriever instead of a broken trace.
+Retrieved documents are read in every shape LangSmith stores them
+(`ragbridge.adapters.langsmith.reading`). A trace that does not fit raises a `ValueError` naming
+the run id and what is missing, because a silently empty context list would score as a bad
+retriever instead of a broken trace.
 
 `offline_client` gives a `langsmith.Client` that never opens a connection, so
 ``langsmith.evaluate(..., upload_results=False, client=offline_client())`` runs with no network
 and no API key (tests, CI, laptops on a plane).
 
 Importing this module without langsmith raises ImportError naming the extra:
-``pip install "ragbridge[langsmith]"``.
+``pip install ".[langsmith]"`` (in your ragbridge clone; `INSTALL_HINT`).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ragbridge.core.sample import Context, Sample
+from ragbridge.adapters._extras import install_hint
+from ragbridge.core.sample import Sample
 
-INSTALL_HINT = 'pip install "ragbridge[langsmith]"'
+from ._framework import Client, Run
+from .reading import (
+    RetrieverSelector,
+    descendants,
+    example_id_of,
+    field_of,
+    find_text,
+    keys_of,
+    reference_contexts_of,
+    retrieved_contexts,
+    run_label,
+    select_retrievers,
+    start_key,
+)
+
+INSTALL_HINT = install_hint("langsmith")
 """What to run when the ``langsmith`` extra is missing."""
-
-try:
-    from langsmith import Client
-    from langsmith.schemas import Run
-except ImportError as exc:  # the fence: name the extra, not just the missing module
-    raise ImportError(
-        f"ragbridge.adapters.langsmith needs langsmith, which is not installed ({exc}); "
-        f"install the langsmith extra: {INSTALL_HINT}"
-    ) from exc
-
 
 __all__ = [
     "INSTALL_HINT",
@@ -61,212 +63,27 @@ __all__ = [
     "samples_from_runs",
 ]
 
-RetrieverSelector = str | Callable[[Any], bool] | None
-"""A retriever run's name, a predicate over runs, or None for ``run_type == "retriever"``."""
-
 _QUESTION_KEYS = ("question", "input", "query", "user_input")
 _ANSWER_KEYS = ("answer", "output", "result", "response", "text", "content")
 _REFERENCE_KEYS = ("reference", "ground_truth", "expected_output", "answer")
-_DOC_LIST_KEYS = ("documents", "output", "docs", "contexts", "results")
-_ID_METADATA_KEYS = ("id", "doc_id", "document_id")
-_SCORE_KEYS = ("score", "relevance_score", "similarity")
-
-
-# --------------------------------------------------------------------------- run access
-
-
-def _get(run: Any, name: str, default: Any = None) -> Any:
-    """Read a field from a RunTree, a schemas.Run or a plain dict alike."""
-    if isinstance(run, Mapping):
-        return run.get(name, default)
-    return getattr(run, name, default)
-
-
-def _children(run: Any) -> list[Any]:
-    """A run's children in start order (exports and list_runs do not promise any order)."""
-    children = list(_get(run, "child_runs") or [])
-    return sorted(children, key=_start_key)
-
-
-def _start_key(run: Any) -> tuple[str, str]:
-    start = _get(run, "start_time")
-    stamp = start.isoformat() if hasattr(start, "isoformat") else str(start or "")
-    return (stamp, str(_get(run, "dotted_order") or ""))
-
-
-def _label(run: Any) -> str:
-    """How errors name a run: its id (searchable in the LangSmith UI) and its name."""
-    return f"run {_get(run, 'id')} ({_get(run, 'name')!r})"
-
-
-def _descendants(run: Any) -> list[Any]:
-    """The run and all runs below it, depth-first in start order."""
-    found = [run]
-    for child in _children(run):
-        found.extend(_descendants(child))
-    return found
-
-
-# --------------------------------------------------------------------------- retriever
-
-
-def _select_retrievers(root: Any, retriever: RetrieverSelector) -> list[Any]:
-    """Every run matching the selector, in start order; raises naming what the trace holds."""
-    runs = _descendants(root)
-    if retriever is None:
-        matches = [r for r in runs if _get(r, "run_type") == "retriever"]
-        if not matches:
-            seen = sorted({str(_get(r, "run_type")) for r in runs})
-            raise ValueError(
-                f"{_label(root)}: no retriever child run (run_types seen: {', '.join(seen)}); "
-                "pass retriever=<run name> or a selector function"
-            )
-    elif isinstance(retriever, str):
-        matches = [r for r in runs if _get(r, "name") == retriever]
-        if not matches:
-            seen = sorted({str(_get(r, "name")) for r in runs})
-            raise ValueError(
-                f"{_label(root)}: no child run named {retriever!r} "
-                f"(run names seen: {', '.join(seen)})"
-            )
-    elif callable(retriever):
-        matches = [r for r in runs if retriever(r)]
-        if not matches:
-            raise ValueError(f"{_label(root)}: no run matched the retriever selector")
-    else:
-        raise TypeError(f"retriever must be a run name, a callable or None, got {retriever!r}")
-    return sorted(matches, key=_start_key)
-
-
-def _document_list(run: Any) -> list[Any]:
-    """The list of retrieved items in a retriever run's outputs, whatever key holds it."""
-    outputs = _get(run, "outputs")
-    error = _get(run, "error")
-    if not outputs and (outputs is None or error):  # a failed run ends with {} or None
-        why = f" (it failed: {str(error).splitlines()[0]})" if error else ""
-        raise ValueError(f"{_label(run)}: retriever run has no outputs{why}")
-    if isinstance(outputs, list):
-        return outputs
-    if not isinstance(outputs, Mapping):
-        raise ValueError(
-            f"{_label(run)}: retriever outputs are {type(outputs).__name__}, expected a dict "
-            "with 'documents' or 'output'"
-        )
-    for key in _DOC_LIST_KEYS:
-        if key in outputs:
-            value = outputs[key]
-            if value is None:
-                return []
-            if isinstance(value, (list, tuple)):
-                return list(value)
-            raise ValueError(
-                f"{_label(run)}: retriever outputs[{key!r}] is {type(value).__name__}, "
-                "expected a list of documents"
-            )
-    lists = [v for v in outputs.values() if isinstance(v, (list, tuple))]
-    if len(lists) == 1:
-        return list(lists[0])
-    raise ValueError(
-        f"{_label(run)}: retriever outputs have no documents list "
-        f"(keys: {', '.join(map(str, outputs)) or 'none'}); expected 'documents' or 'output'"
-    )
-
-
-def _score_of(*sources: Mapping[str, Any]) -> float | None:
-    for source in sources:
-        for key in _SCORE_KEYS:
-            value = source.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                number = float(value)
-                if math.isfinite(number):
-                    return number
-    return None
-
-
-def _context(run: Any, index: int, item: Any) -> Context:
-    """One retrieved item as a `Context`; raises naming the run and item when it has no text."""
-    if isinstance(item, str):
-        return Context(text=item)
-    if not isinstance(item, Mapping) and hasattr(item, "page_content"):  # a live Document
-        item = {
-            "page_content": item.page_content,
-            "metadata": getattr(item, "metadata", None) or {},
-            "id": getattr(item, "id", None),
-        }
-    if not isinstance(item, Mapping):
-        raise ValueError(
-            f"{_label(run)}: documents output item {index} is {type(item).__name__}, "
-            "expected a Document, a dict or a string"
-        )
-    if item.get("lc") == 1 and isinstance(item.get("kwargs"), Mapping):
-        item = item["kwargs"]  # LangChain's serialised-constructor form of a Document
-    text = None
-    for key in ("page_content", "text", "content"):
-        if isinstance(item.get(key), str):
-            text = item[key]
-            break
-    if text is None:
-        keys = ", ".join(map(str, item)) or "none"
-        raise ValueError(
-            f"{_label(run)}: documents output has no page_content in item {index} (keys: {keys})"
-        )
-    metadata = dict(item.get("metadata") or {})
-    doc_id = item.get("id")
-    if doc_id is None:
-        doc_id = next((metadata[k] for k in _ID_METADATA_KEYS if metadata.get(k) is not None), None)
-    return Context(
-        text=text,
-        id=None if doc_id is None else str(doc_id),
-        score=_score_of(item, metadata),
-        metadata=metadata,
-    )
 
 
 # --------------------------------------------------------------------------- question / answer
 
 
-def _find_text(value: Any, keys: Sequence[str], depth: int = 0) -> str | None:
-    """A string in ``value``: itself, under one of ``keys``, or its only string field.
-
-    Nested dicts are searched because ``langsmith.evaluate`` passes the example inputs dict as
-    the target's first argument, so a traced ``pipeline(inputs)`` records
-    ``{"inputs": {"question": ...}}``.
-    """
-    if isinstance(value, str):
-        return value
-    if depth > 3:
-        return None
-    content = getattr(value, "content", None)  # a chat message (AIMessage) answer
-    if isinstance(content, str) and not isinstance(value, Mapping):
-        return content
-    if not isinstance(value, Mapping):
-        return None
-    for key in keys:
-        if key in value:
-            found = _find_text(value[key], keys, depth + 1)
-            if found is not None:
-                return found
-    strings = [v for v in value.values() if isinstance(v, str)]
-    if len(strings) == 1:
-        return strings[0]
-    if len(value) == 1:
-        return _find_text(next(iter(value.values())), keys, depth + 1)
-    return None
-
-
 def _question(root: Any, question_key: str | None) -> str:
-    inputs = _get(root, "inputs") or {}
+    inputs = field_of(root, "inputs") or {}
     if question_key is not None:
         if not isinstance(inputs, Mapping) or question_key not in inputs:
-            keys = ", ".join(map(str, inputs)) if isinstance(inputs, Mapping) else "none"
-            raise ValueError(f"{_label(root)}: inputs have no {question_key!r} (keys: {keys})")
-        found = _find_text(inputs[question_key], _QUESTION_KEYS)
+            raise ValueError(
+                f"{run_label(root)}: inputs have no {question_key!r} (keys: {keys_of(inputs)})"
+            )
+        found = find_text(inputs[question_key], _QUESTION_KEYS)
     else:
-        found = _find_text(inputs, _QUESTION_KEYS)
+        found = find_text(inputs, _QUESTION_KEYS)
     if found is None:
-        keys = ", ".join(map(str, inputs)) if isinstance(inputs, Mapping) else "none"
         raise ValueError(
-            f"{_label(root)}: cannot find the question in the inputs (keys: {keys}); "
+            f"{run_label(root)}: cannot find the question in the inputs (keys: {keys_of(inputs)}); "
             "pass question_key=<input name>"
         )
     return found
@@ -275,29 +92,29 @@ def _question(root: Any, question_key: str | None) -> str:
 def _answer(root: Any, answer_key: str | None, answer_run: str | None) -> str | None:
     source = root
     if answer_run is not None:
-        named = [r for r in _descendants(root) if _get(r, "name") == answer_run]
+        named = [r for r in descendants(root) if field_of(r, "name") == answer_run]
         if not named:
-            raise ValueError(f"{_label(root)}: no child run named {answer_run!r} (answer_run)")
-        source = sorted(named, key=_start_key)[-1]
-    outputs = _get(source, "outputs")
+            raise ValueError(f"{run_label(root)}: no child run named {answer_run!r} (answer_run)")
+        source = sorted(named, key=start_key)[-1]
+    outputs = field_of(source, "outputs")
     if answer_key is not None:
         if not isinstance(outputs, Mapping) or answer_key not in outputs:
-            keys = ", ".join(map(str, outputs)) if isinstance(outputs, Mapping) else "none"
-            raise ValueError(f"{_label(source)}: outputs have no {answer_key!r} (keys: {keys})")
-        return _find_text(outputs[answer_key], _ANSWER_KEYS)
+            raise ValueError(
+                f"{run_label(source)}: outputs have no {answer_key!r} (keys: {keys_of(outputs)})"
+            )
+        return find_text(outputs[answer_key], _ANSWER_KEYS)
     if outputs is None:
         return None  # the pipeline failed after retrieval; the sample still scores retrieval
-    return _find_text(outputs, _ANSWER_KEYS)
+    return find_text(outputs, _ANSWER_KEYS)
 
 
 def _example_fields(example: Any) -> tuple[str | None, list[str] | None, dict[str, int] | None]:
     """Reference answer, reference contexts and graded relevance from an example's outputs."""
-    outputs = _get(example, "outputs") or {}
+    outputs = field_of(example, "outputs") or {}
     if not isinstance(outputs, Mapping):
         return None, None, None
     reference = next((outputs[k] for k in _REFERENCE_KEYS if isinstance(outputs.get(k), str)), None)
-    contexts = outputs.get("reference_contexts")
-    reference_contexts = [str(c) for c in contexts] if isinstance(contexts, (list, tuple)) else None
+    reference_contexts = reference_contexts_of(example)
     relevance: dict[str, int] | None = None
     graded = outputs.get("relevance", outputs.get("qrels"))
     if isinstance(graded, Mapping):
@@ -344,29 +161,27 @@ def sample_from_run(
     """
     if run is None:
         raise ValueError("sample_from_run() got None instead of a run")
-    selected = _select_retrievers(run, retriever)
+    selected = select_retrievers(run, retriever)
     chosen = selected[-1]
-    contexts = [_context(chosen, i, item) for i, item in enumerate(_document_list(chosen))]
+    contexts = retrieved_contexts(chosen)
     question = _question(run, question_key)
     answer = _answer(run, answer_key, answer_run)
     reference = reference_contexts = relevance = None
     if example is not None:
         reference, reference_contexts, relevance = _example_fields(example)
-    example_id = _get(example, "id") if example is not None else None
-    if example_id is None:
-        example_id = _get(run, "reference_example_id")
+    example_id = example_id_of(run, example)
     info: dict[str, Any] = {
-        "run_id": str(_get(run, "id")),
-        "run_name": _get(run, "name"),
-        "trace_id": None if _get(run, "trace_id") is None else str(_get(run, "trace_id")),
-        "retriever_run_id": str(_get(chosen, "id")),
-        "retriever_run_name": _get(chosen, "name"),
+        "run_id": str(field_of(run, "id")),
+        "run_name": field_of(run, "name"),
+        "trace_id": None if field_of(run, "trace_id") is None else str(field_of(run, "trace_id")),
+        "retriever_run_id": str(field_of(chosen, "id")),
+        "retriever_run_name": field_of(chosen, "name"),
     }
     if example_id is not None:
         info["example_id"] = str(example_id)
     if len(selected) > 1:
         info["other_retriever_runs"] = [
-            {"id": str(_get(r, "id")), "name": _get(r, "name")} for r in selected[:-1]
+            {"id": str(field_of(r, "id")), "name": field_of(r, "name")} for r in selected[:-1]
         ]
     metadata: dict[str, Any] = {"langsmith": info}
     models = _model_names(run)
@@ -375,7 +190,7 @@ def sample_from_run(
         if len(models) > 1:
             metadata["generator_models"] = models
     return Sample(
-        id=sample_id or str(example_id if example_id is not None else _get(run, "id")),
+        id=sample_id or str(example_id if example_id is not None else field_of(run, "id")),
         question=question,
         answer=answer,
         contexts=contexts,
@@ -393,10 +208,10 @@ def _model_names(run: Any) -> list[str]:
     parameters (``model``/``model_name``). A run that names no model is left out, not guessed.
     """
     names: list[str] = []
-    for r in _descendants(run):
-        if _get(r, "run_type") != "llm":
+    for r in descendants(run):
+        if field_of(r, "run_type") != "llm":
             continue
-        extra = _get(r, "extra") or {}
+        extra = field_of(r, "extra") or {}
         meta = extra.get("metadata") or {} if isinstance(extra, Mapping) else {}
         params = extra.get("invocation_params") or {} if isinstance(extra, Mapping) else {}
         name = meta.get("ls_model_name") or next(
@@ -428,10 +243,10 @@ def _flatten(records: Iterable[Any]) -> list[Any]:
     flat: list[Any] = []
     for record in records:
         flat.append(record)
-        children = _get(record, "child_runs") or []
+        children = field_of(record, "child_runs") or []
         for child in _flatten(children):
-            if _get(child, "parent_run_id") is None and isinstance(child, Mapping):
-                child = {**child, "parent_run_id": _get(record, "id")}
+            if field_of(child, "parent_run_id") is None and isinstance(child, Mapping):
+                child = {**child, "parent_run_id": field_of(record, "id")}
             flat.append(child)
     return flat
 
@@ -456,11 +271,11 @@ def build_run_trees(records: Iterable[Any]) -> list[Run]:
             assert parent.child_runs is not None
             parent.child_runs.append(run)
     for run in by_id.values():
-        run.child_runs = sorted(run.child_runs or [], key=_start_key)
+        run.child_runs = sorted(run.child_runs or [], key=start_key)
     for root in roots:
-        for run in _descendants(root)[1:]:
+        for run in descendants(root)[1:]:
             run.trace_id = root.trace_id if root.trace_id is not None else root.id
-    return sorted(roots, key=_start_key)
+    return sorted(roots, key=start_key)
 
 
 def load_runs(path: str | os.PathLike[str]) -> list[Run]:
@@ -506,7 +321,7 @@ def _examples_by_id(examples: Iterable[Any] | Mapping[str, Any] | None) -> dict[
         return {}
     if isinstance(examples, Mapping):
         return {str(k): v for k, v in examples.items()}
-    return {str(_get(e, "id")): e for e in examples}
+    return {str(field_of(e, "id")): e for e in examples}
 
 
 def samples_from_runs(
@@ -526,15 +341,16 @@ def samples_from_runs(
     ``reference_example_id`` — the link an experiment run keeps to its dataset row.
     """
     items = list(runs)
-    ids = {str(_get(r, "id")) for r in items}
-    if any(str(_get(r, "parent_run_id")) in ids for r in items):
+    ids = {str(field_of(r, "id")) for r in items}
+    if any(str(field_of(r, "parent_run_id")) in ids for r in items):
         items = build_run_trees(items)
     by_id = _examples_by_id(examples)
     samples = []
     for root in items:
-        if _get(root, "parent_run_id") is not None and str(_get(root, "parent_run_id")) in ids:
+        parent = field_of(root, "parent_run_id")
+        if parent is not None and str(parent) in ids:
             continue
-        ref = _get(root, "reference_example_id")
+        ref = field_of(root, "reference_example_id")
         samples.append(
             sample_from_run(
                 root,
@@ -572,10 +388,10 @@ def samples_from_project(
     )
     trees = []
     for root in roots:
-        trace = list(client.list_runs(project_name=project_name, trace_id=_get(root, "id")))
-        if not any(str(_get(r, "id")) == str(_get(root, "id")) for r in trace):
+        trace = list(client.list_runs(project_name=project_name, trace_id=field_of(root, "id")))
+        if not any(str(field_of(r, "id")) == str(field_of(root, "id")) for r in trace):
             trace.append(root)
-        built = [t for t in build_run_trees(trace) if str(t.id) == str(_get(root, "id"))]
+        built = [t for t in build_run_trees(trace) if str(t.id) == str(field_of(root, "id"))]
         trees.extend(built)
     return samples_from_runs(
         trees,

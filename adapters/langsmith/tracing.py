@@ -38,17 +38,8 @@ from ragbridge.core.judging.engine import JudgeEngine
 from ragbridge.core.judging.judge import JudgeReply, Message
 from ragbridge.core.settings import Settings
 
-from .runs import _get
-
-try:
-    from langsmith import run_helpers
-except ImportError as exc:  # the fence: name the extra, not just the missing module
-    from .runs import INSTALL_HINT
-
-    raise ImportError(
-        f"ragbridge.adapters.langsmith needs langsmith, which is not installed ({exc}); "
-        f"install the langsmith extra: {INSTALL_HINT}"
-    ) from exc
+from ._framework import run_helpers
+from .reading import field_of
 
 __all__ = ["TracedJudge", "carry_context", "evaluator_run", "traced_settings"]
 
@@ -162,14 +153,14 @@ def _as_dict(value: Any) -> dict[str, Any]:
 
 def evaluator_run(name: str, run: Any, example: Any, evaluator_run_id: Any) -> run_helpers.trace:
     """The evaluator's own run, opened like langsmith's ``DynamicRunEvaluator`` opens it."""
-    metadata: dict[str, Any] = {"target_run_id": _get(run, "id")}
-    session = _get(run, "session_id")
+    metadata: dict[str, Any] = {"target_run_id": field_of(run, "id")}
+    session = field_of(run, "session_id")
     if session:
         metadata["experiment"] = str(session)
     inputs = {
-        "inputs": _as_dict(_get(example, "inputs") if example is not None else None),
-        "outputs": _as_dict(_get(run, "outputs")),
-        "reference_outputs": _as_dict(_get(example, "outputs") if example is not None else None),
+        "inputs": _as_dict(field_of(example, "inputs")),
+        "outputs": _as_dict(field_of(run, "outputs")),
+        "reference_outputs": _as_dict(field_of(example, "outputs")),
     }
     return run_helpers.trace(
         name=name, run_type="chain", inputs=inputs, run_id=evaluator_run_id, metadata=metadata

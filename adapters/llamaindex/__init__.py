@@ -1,8 +1,11 @@
 """LlamaIndex adapter: capture retrievals in (`capture`), evaluators out (`evaluators`).
 
 * **Source side** (`ragbridge.adapters.llamaindex.capture`): capture what query engines, chat
-  engines and agents retrieve, run a query engine over samples, and wrap LlamaIndex LLMs and
-  embedding models as ragbridge's `Judge` and `Embedder`.
+  engines and agents retrieve, and run a query engine over samples; nodes become contexts as
+  `ragbridge.adapters.llamaindex.reading` reads them.
+* **Models** (`ragbridge.adapters.llamaindex.models`): LlamaIndex LLMs and embedding models as
+  ragbridge's `Judge` and `Embedder` (`ragbridge.adapters.llamaindex.defaults` reads LlamaIndex's
+  ``Settings.llm`` / ``Settings.embed_model`` where a model is needed and none was given).
 * **Sink side** (`ragbridge.adapters.llamaindex.evaluators`): ragbridge metrics as LlamaIndex
   ``BaseEvaluator``s, and scoring of every query an engine answers as it happens.
 * **Test sets** (`ragbridge.adapters.llamaindex.documents`): documents and nodes as the
@@ -12,36 +15,26 @@
 * **Shadow scoring** (`ragbridge.adapters.llamaindex.shadow`): ``shadow(engine, metrics)``
   answers as the engine does, records every query and scores a sample in the background.
 
-Importing it without llama-index-core raises ImportError naming the extra:
-``pip install "ragbridge[llamaindex]"``.
+Importing it without llama-index-core raises ImportError naming the extra (`INSTALL_HINT`):
+``pip install ".[llamaindex]"`` in your ragbridge clone.
 """
 
 from __future__ import annotations
 
-from ragbridge.adapters._frameworks import quiet_frameworks
-
-quiet_frameworks()  # before the modules below import llama_index
-
-from .capture import (  # noqa: E402
+from .capture import (
     INSTALL_HINT,
     CapturedQuery,
     CapturedRetrieval,
-    LlamaIndexEmbedder,
-    LlamaIndexJudge,
     RetrievalCapture,
     arun_query_engine,
     arun_retriever,
     capture_retrievals,
     engine_kind,
-    map_error,
-    node_to_context,
-    nodes_to_contexts,
     run_query_engine,
     run_retriever,
-    usage_of,
 )
-from .documents import source_documents  # noqa: E402
-from .evaluators import (  # noqa: E402
+from .documents import source_documents
+from .evaluators import (
     LLAMAINDEX_PASSING,
     LiveScoring,
     RagbridgeEvaluationResult,
@@ -49,7 +42,9 @@ from .evaluators import (  # noqa: E402
     evaluators_for,
     score_queries,
 )
-from .retrieval import (  # noqa: E402
+from .models import LlamaIndexEmbedder, LlamaIndexJudge, map_error, usage_of
+from .reading import node_to_context, nodes_to_contexts
+from .retrieval import (
     LLAMAINDEX_METRICS,
     IdMismatchError,
     IdMismatchWarning,
@@ -59,7 +54,7 @@ from .retrieval import (  # noqa: E402
     evaluation_of,
     qa_samples,
 )
-from .shadow import SHADOW_TAG, ShadowQueryEngine, shadow  # noqa: E402
+from .shadow import SHADOW_TAG, ShadowQueryEngine, shadow
 
 __all__ = [
     "INSTALL_HINT",

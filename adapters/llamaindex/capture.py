@@ -1,5 +1,8 @@
-"""LlamaIndex adapter: capture what LlamaIndex pipelines retrieve, run query engines over samples,
-and use LlamaIndex LLMs and embedding models as ragbridge's `Judge` and `Embedder`.
+"""LlamaIndex adapter, source side: capture what LlamaIndex pipelines retrieve, and run query
+engines, chat engines and retrievers over samples.
+
+(LlamaIndex LLMs and embedding models as ragbridge's `Judge` and `Embedder` are in
+`ragbridge.adapters.llamaindex.models`; their names are importable from here too.)
 
 Why it looks the way it does:
 
@@ -16,10 +19,9 @@ Why it looks the way it does:
   span handlers; these are per asyncio task and per thread, so concurrent queries never mix.
   Events also carry the ``instrument_tags({...})`` active when they fired; `run_query_engine`
   tags each sample's query so its retrievals can be found whatever the span shape.
-* **Document ids survive chunking.** Relevance is labelled on the user's documents, but a
-  splitter turns each into several nodes with fresh ids; ``node.ref_doc_id`` keeps the document
-  id, so contexts use it by default (``use_ref_doc_id=False`` gives node ids). Several chunks of
-  one document are deduplicated by the core's ranking measures, not here.
+* **Document ids survive chunking.** Contexts are named by ``node.ref_doc_id`` by default
+  (`ragbridge.adapters.llamaindex.reading`, which also turns nodes into contexts for the rest of
+  the adapter).
 * **Handlers must not fail silently.** The dispatcher swallows every exception raised in a
   handler, so handlers here are small and their logic is exercised directly by the tests.
 """
@@ -27,7 +29,6 @@ Why it looks the way it does:
 from __future__ import annotations
 
 import asyncio
-import math
 import threading
 import time
 import uuid
@@ -37,47 +38,37 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
-from ragbridge.core.judging.judge import (
-    JudgeReply,
-    Message,
-    classify_error,
-)
-from ragbridge.core.results.evaluation import Usage
+from ragbridge.adapters._extras import install_hint
 from ragbridge.core.sample import Context, Sample
 from ragbridge.core.scoring.runner import run_sync
 
-INSTALL_HINT = 'pip install "ragbridge[llamaindex]"'
+from ._framework import (
+    MODEL_CALL_ENDS,
+    MODEL_CALL_STARTS,
+    BaseEvent,
+    BaseEventHandler,
+    BaseSpanHandler,
+    NodeWithScore,
+    QueryEndEvent,
+    RetrievalEndEvent,
+    RetrievalStartEvent,
+    active_instrument_tags,
+    get_dispatcher,
+    instrument_tags,
+)
+from .models import LlamaIndexEmbedder, LlamaIndexJudge, map_error, usage_of
+from .reading import (
+    contexts_from,
+    contexts_of,
+    model_name,
+    node_to_context,
+    nodes_to_contexts,
+    query_text,
+    source_nodes,
+)
+
+INSTALL_HINT = install_hint("llamaindex")
 """What to run when the ``llamaindex`` extra is missing."""
-
-try:
-    from llama_index.core.base.llms.types import ChatMessage, MessageRole
-    from llama_index.core.instrumentation.event_handlers import BaseEventHandler
-    from llama_index.core.instrumentation.events import BaseEvent
-    from llama_index.core.instrumentation.events.llm import (
-        LLMChatEndEvent,
-        LLMChatStartEvent,
-        LLMCompletionEndEvent,
-        LLMCompletionStartEvent,
-    )
-    from llama_index.core.instrumentation.events.query import QueryEndEvent
-    from llama_index.core.instrumentation.events.retrieval import (
-        RetrievalEndEvent,
-        RetrievalStartEvent,
-    )
-    from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
-    from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
-
-    # llama-index-core re-exports these two from its own dependency without declaring them
-    # (so strict type checkers reject the re-export); import them where they are defined.
-    from llama_index_instrumentation import get_dispatcher
-    from llama_index_instrumentation.dispatcher import active_instrument_tags, instrument_tags
-except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
-    raise ImportError(
-        f"ragbridge.adapters.llamaindex needs llama-index-core ({exc}); install the extra: "
-        f"{INSTALL_HINT}"
-    ) from exc
 
 __all__ = [
     "INSTALL_HINT",
@@ -102,46 +93,6 @@ RUN_TAG = "ragbridge_run"
 SAMPLE_TAG = "ragbridge_sample"
 
 
-# --------------------------------------------------------------------------- node conversion
-
-
-def _finite(value: Any) -> float | None:
-    # Context refuses NaN/inf; a retriever score of None or NaN just means "no score".
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
-
-
-def node_to_context(item: NodeWithScore, *, use_ref_doc_id: bool = True) -> Context:
-    """One retrieved node as a `Context`; ``id`` is the source document id when it has one, so
-    relevance labelled on documents still matches after chunking."""
-    node = item.node
-    ref = node.ref_doc_id
-    metadata: dict[str, Any] = dict(node.metadata or {})
-    metadata["node_id"] = node.node_id
-    if ref is not None:
-        metadata["ref_doc_id"] = ref
-    return Context(
-        text=node.get_content(metadata_mode=MetadataMode.NONE),
-        id=(ref or node.node_id) if use_ref_doc_id else node.node_id,
-        score=_finite(item.score),
-        metadata=metadata,
-    )
-
-
-def nodes_to_contexts(
-    nodes: Iterable[NodeWithScore], *, use_ref_doc_id: bool = True
-) -> list[Context]:
-    """Ranked contexts from nodes, order kept (it is the ranking)."""
-    return [node_to_context(n, use_ref_doc_id=use_ref_doc_id) for n in nodes]
-
-
-def _query_text(query: Any) -> str:
-    if isinstance(query, QueryBundle):
-        return query.query_str
-    return str(query)
-
-
 # --------------------------------------------------------------------------- capture
 
 
@@ -163,6 +114,26 @@ class CapturedRetrieval:
     thread_id: int
     use_ref_doc_id: bool = True
 
+    @classmethod
+    def of_event(
+        cls,
+        event: RetrievalEndEvent,
+        *,
+        root_span_id: str | None,
+        tags: dict[str, Any],
+        use_ref_doc_id: bool,
+    ) -> CapturedRetrieval:
+        """The retrieval a ``RetrievalEndEvent`` reports, on the thread that emitted it."""
+        return cls(
+            query=query_text(event.str_or_query_bundle),
+            nodes=list(event.nodes),
+            span_id=event.span_id,
+            root_span_id=root_span_id,
+            tags=tags,
+            thread_id=threading.get_ident(),
+            use_ref_doc_id=use_ref_doc_id,
+        )
+
     @property
     def name(self) -> str | None:
         """The retriever's class (``"VectorIndexRetriever"``), read from its span id."""
@@ -179,19 +150,6 @@ class CapturedRetrieval:
         it was opened with ``use_ref_doc_id=False``); ``use_ref_doc_id=`` overrides that."""
         chosen = self.use_ref_doc_id if use_ref_doc_id is None else use_ref_doc_id
         return nodes_to_contexts(self.nodes, use_ref_doc_id=chosen)
-
-
-def _contexts_of(retrievals: Iterable[CapturedRetrieval], *, use_ref_doc_id: bool) -> list[Context]:
-    """The contexts of several retrievals in order, each node once (its first occurrence)."""
-    seen: set[str] = set()
-    out: list[Context] = []
-    for r in retrievals:
-        for item in r.nodes:
-            if item.node.node_id in seen:
-                continue
-            seen.add(item.node.node_id)
-            out.append(node_to_context(item, use_ref_doc_id=use_ref_doc_id))
-    return out
 
 
 @dataclass(frozen=True)
@@ -281,24 +239,18 @@ class RetrievalCapture:
             tags = dict(event.tags)
             if isinstance(event, RetrievalEndEvent):
                 self.retrievals.append(
-                    CapturedRetrieval(
-                        query=_query_text(event.str_or_query_bundle),
-                        nodes=list(event.nodes),
-                        span_id=event.span_id,
-                        root_span_id=root,
-                        tags=tags,
-                        thread_id=threading.get_ident(),
-                        use_ref_doc_id=self.use_ref_doc_id,
+                    CapturedRetrieval.of_event(
+                        event, root_span_id=root, tags=tags, use_ref_doc_id=self.use_ref_doc_id
                     )
                 )
-            elif isinstance(event, (LLMChatStartEvent, LLMCompletionStartEvent)):
-                name = _model_name(event.model_dict)
+            elif isinstance(event, MODEL_CALL_STARTS):
+                name = model_name(event.model_dict)
                 if name is not None:
                     self.model_calls.append((name, tags))
             elif isinstance(event, QueryEndEvent):
                 self.queries.append(
                     CapturedQuery(
-                        query=_query_text(event.query),
+                        query=query_text(event.query),
                         response=event.response,
                         span_id=event.span_id,
                         root_span_id=root,
@@ -372,18 +324,17 @@ class RetrievalCapture:
             chosen = list(root)
         if retriever_name is not None:
             chosen = [r for r in chosen if r.matches(retriever_name)]
-        return _contexts_of(chosen, use_ref_doc_id=self.use_ref_doc_id)
+        return contexts_of(chosen, use_ref_doc_id=self.use_ref_doc_id)
 
 
-def _model_name(model_dict: Any) -> str | None:
-    """The model an LLM event names (``model``/``model_name`` of the LLM's fields), or None."""
-    if not isinstance(model_dict, dict):
-        return None
-    for key in ("model", "model_name", "model_id"):
-        value = model_dict.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
+def note_rewritten_query(
+    meta: dict[str, Any], retrievals: Sequence[CapturedRetrieval], question: str
+) -> None:
+    """Set ``meta["retrieval_query"]`` when a chat engine retrieved with another question than
+    the user's (``condense_plus_context`` rewrites it): the last one it retrieved with."""
+    queries = list(dict.fromkeys(r.query for r in retrievals))
+    if queries and queries != [question]:
+        meta["retrieval_query"] = queries[-1]
 
 
 @contextmanager
@@ -425,10 +376,8 @@ _FORWARDED = (
     RetrievalStartEvent,
     RetrievalEndEvent,
     QueryEndEvent,
-    LLMChatStartEvent,
-    LLMChatEndEvent,
-    LLMCompletionStartEvent,
-    LLMCompletionEndEvent,
+    *MODEL_CALL_STARTS,
+    *MODEL_CALL_ENDS,
 )
 """The events captures read: retrievals and queries, and model calls (their names, and their
 start and end for the shadow wrapper's timings)."""
@@ -592,10 +541,7 @@ async def arun_query_engine(
             meta["retrievals"] = len(captured)
             if kind == "chat":
                 meta["engine"] = type(engine).__name__
-                queries = list(dict.fromkeys(r.query for r in captured))
-                if queries and queries != [sample.question]:
-                    # condense_plus_context retrieves with a rewritten question: say which
-                    meta["retrieval_query"] = queries[-1]
+                note_rewritten_query(meta, captured, sample.question)
             models = cap.models_with_tags(**{RUN_TAG: run_id, SAMPLE_TAG: sample.id})
             if models:  # the last LLM wrote the answer; `ragbridge eval` warns if it judges
                 meta["generator_model"] = models[-1]
@@ -603,12 +549,10 @@ async def arun_query_engine(
                     meta["generator_models"] = models
             if response is not None:
                 answer = str(response)
-                source = list(getattr(response, "source_nodes", None) or [])
-                if source:
-                    contexts = nodes_to_contexts(source, use_ref_doc_id=use_ref_doc_id)
-                elif captured:
+                source = source_nodes(response)
+                contexts = contexts_from(source, captured, use_ref_doc_id=use_ref_doc_id)
+                if not source and captured:
                     # Engines that do not report sources still retrieved: use what was seen.
-                    contexts = _contexts_of(captured, use_ref_doc_id=use_ref_doc_id)
                     meta["contexts_from"] = "instrumentation"
         done += 1
         if progress is not None:
@@ -721,112 +665,3 @@ def run_retriever(
         node_postprocessors=node_postprocessors,
     )
     return run_sync(coro)
-
-
-# --------------------------------------------------------------------------- judge and embedder
-
-
-def _get(obj: Any, name: str) -> Any:
-    if isinstance(obj, dict):
-        return obj.get(name)
-    return getattr(obj, name, None)
-
-
-def _int(value: Any) -> int:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
-
-
-def usage_of(response: Any) -> Usage:
-    """Token usage from a ChatResponse: OpenAI-style ``raw.usage``, Anthropic-style input/output
-    tokens, or the ``prompt_tokens``/``completion_tokens`` some integrations put in
-    ``additional_kwargs``. Zero when the provider reports nothing."""
-    places = [_get(_get(response, "raw"), "usage"), _get(response, "raw"),
-              _get(response, "additional_kwargs")]  # fmt: skip
-    for place in places:
-        if place is None:
-            continue
-        prompt = _get(place, "prompt_tokens") or _get(place, "input_tokens")
-        completion = _get(place, "completion_tokens") or _get(place, "output_tokens")
-        if prompt is not None or completion is not None:
-            return Usage(prompt_tokens=_int(prompt), completion_tokens=_int(completion))
-    return Usage()
-
-
-def map_error(exc: BaseException) -> BaseException:
-    """The ragbridge judge error for a provider exception, so the engine retries what is
-    transient (timeouts, 429, 5xx) and gives up on what is not (other 4xx). Unknown errors are
-    returned unchanged (the engine treats them as permanent). The mapping is core's
-    `classify_error`, shared by every adapter."""
-    return classify_error(exc) or exc
-
-
-def _to_chat(messages: Sequence[Message]) -> list[ChatMessage]:
-    return [ChatMessage(role=MessageRole(m["role"]), content=m["content"]) for m in messages]
-
-
-class LlamaIndexJudge:
-    """A LlamaIndex LLM as ragbridge's `Judge`.
-
-    With a schema, function-calling LLMs (``llm.metadata.is_function_calling_model``) are asked
-    for structured output through ``as_structured_llm``; if that fails to parse, or for other
-    LLMs, a plain ``achat`` is made and the engine parses (and repairs) the text.
-    ``structured=False`` always uses plain text; ``True`` forces the structured attempt.
-    """
-
-    def __init__(self, llm: Any, *, model: str | None = None, structured: bool | None = None):
-        self.llm = llm
-        meta = getattr(llm, "metadata", None)
-        self.model = model or getattr(meta, "model_name", None) or type(llm).__name__
-        self.structured = structured
-
-    def _wants_structured(self) -> bool:
-        if self.structured is not None:
-            return self.structured
-        return bool(getattr(getattr(self.llm, "metadata", None), "is_function_calling_model", 0))
-
-    async def generate(
-        self, messages: Sequence[Message], *, schema: type[BaseModel] | None = None
-    ) -> JudgeReply:
-        chat = _to_chat(messages)
-        try:
-            if schema is not None and self._wants_structured():
-                reply = await self._structured(chat, schema)
-                if reply is not None:
-                    return reply
-            response = await self.llm.achat(chat)
-        except Exception as exc:
-            mapped = map_error(exc)
-            if mapped is exc:
-                raise
-            raise mapped from exc
-        text = response.message.content or ""
-        return JudgeReply(text=text, usage=usage_of(response))
-
-    async def _structured(
-        self, chat: list[ChatMessage], schema: type[BaseModel]
-    ) -> JudgeReply | None:
-        try:
-            response = await self.llm.as_structured_llm(schema).achat(chat)
-        except (ValidationError, ValueError, TypeError):
-            return None  # a reply that did not parse: fall back to text the engine can repair
-        parsed = response.raw if isinstance(response.raw, schema) else None
-        return JudgeReply(
-            text=response.message.content or "", parsed=parsed, usage=usage_of(response)
-        )
-
-
-class LlamaIndexEmbedder:
-    """A LlamaIndex embedding model (``BaseEmbedding``) as ragbridge's `Embedder`."""
-
-    def __init__(self, embed_model: Any, *, model: str | None = None) -> None:
-        self.embed_model = embed_model
-        self.model = model or getattr(embed_model, "model_name", None) or type(embed_model).__name__
-
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        if isinstance(texts, str):
-            raise TypeError("embed() takes a sequence of texts, not a single string")
-        batch = list(texts)
-        if not batch:
-            return []
-        vectors = await self.embed_model.aget_text_embedding_batch(batch)
-        return [[float(x) for x in v] for v in vectors]

@@ -26,27 +26,46 @@ disabled) count as unset: a judge that echoes its prompt would fail every result
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from ragbridge.core.metrics.base import Metric
 from ragbridge.core.scoring.runner import resolve_metrics
 from ragbridge.core.settings import Settings, SettingsOptions
 
-from .capture import INSTALL_HINT
+from ._framework import LlamaSettings
 
-try:
-    from llama_index.core import Settings as LlamaSettings
-except ImportError as exc:  # pragma: no cover - capture.py raises first with the same hint
-    raise ImportError(
-        f"ragbridge.adapters.llamaindex needs llama-index-core ({exc}); install the extra: "
-        f"{INSTALL_HINT}"
-    ) from exc
-
-__all__ = ["llamaindex_models", "settings_model"]
+__all__ = ["llamaindex_models", "model_aliases", "settings_model"]
 
 _DISABLED = {"llm": "MockLLM", "embed_model": "MockEmbedding"}
 Field = Literal["judge", "embedder"]
+Options = TypeVar("Options", bound=SettingsOptions)
+
+
+def model_aliases(options: Options, llm: Any, embed_model: Any) -> Options:
+    """``options`` with ``llm=``/``embed_model=`` (LlamaIndex's names) as ``judge=``/
+    ``embedder=``, passed on unchanged: `Settings` wraps or refuses a framework model, once.
+
+    Every entry point of the adapter that takes LlamaIndex's names reads them here, so giving
+    both names of one model is refused in the same words everywhere.
+    """
+    out = copy.copy(options)
+    if llm is not None:
+        _one_name("llm", "judge", out.get("judge"))
+        out["judge"] = llm
+    if embed_model is not None:
+        _one_name("embed_model", "embedder", out.get("embedder"))
+        out["embedder"] = embed_model
+    return out
+
+
+def _one_name(alias: str, name: str, given: Any) -> None:
+    if given is not None:
+        raise ValueError(
+            f"{alias}= and {name}= name the same model: pass one of them "
+            f"({alias}= is LlamaIndex's name for ragbridge's {name}=)"
+        )
 
 
 def settings_model(field: str) -> tuple[Any, str]:

@@ -20,14 +20,7 @@ from typing import Any
 
 from ragbridge.core.testset.documents import SourceDocument
 
-from .capture import INSTALL_HINT
-
-try:
-    from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore
-except ImportError as exc:  # pragma: no cover - the package __init__ fails first
-    raise ImportError(
-        f"ragbridge.adapters.llamaindex needs llama-index-core: {INSTALL_HINT}"
-    ) from exc
+from ._framework import BaseNode, MetadataMode, NodeWithScore
 
 __all__ = ["source_documents"]
 

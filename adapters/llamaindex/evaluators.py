@@ -41,7 +41,6 @@ Why it looks the way it does:
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal
@@ -57,33 +56,29 @@ from ragbridge.core.scoring.runner import resolve_metrics, run_sync
 from ragbridge.core.scoring.scorer import Scorer, explain
 from ragbridge.core.settings import Settings, SettingsOptions
 
-from .capture import (
-    INSTALL_HINT,
-    SAMPLE_TAG,
-    CapturedRetrieval,
-    RetrievalCapture,
-    _contexts_of,
-    _query_text,
-    node_to_context,
-    nodes_to_contexts,
+from ._framework import (
+    BaseChatEngine,
+    BaseEvaluator,
+    BaseEvent,
+    BaseNode,
+    EvaluationResult,
+    NodeWithScore,
+    PromptDictType,
+    PromptMixinType,
+    QueryEndEvent,
+    RetrievalEndEvent,
+    active_instrument_tags,
 )
-from .defaults import llamaindex_models
-
-try:
-    from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
-    from llama_index.core.chat_engine.types import BaseChatEngine, StreamingAgentChatResponse
-    from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
-    from llama_index.core.instrumentation.events import BaseEvent
-    from llama_index.core.instrumentation.events.query import QueryEndEvent
-    from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent
-    from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
-    from llama_index.core.schema import BaseNode, NodeWithScore
-    from llama_index_instrumentation.dispatcher import active_instrument_tags
-except ImportError as exc:  # pragma: no cover - capture.py raises first with the same hint
-    raise ImportError(
-        f"ragbridge.adapters.llamaindex needs llama-index-core ({exc}); install the extra: "
-        f"{INSTALL_HINT}"
-    ) from exc
+from .capture import SAMPLE_TAG, CapturedRetrieval, RetrievalCapture, note_rewritten_query
+from .defaults import llamaindex_models, model_aliases
+from .reading import (
+    Unscorable,
+    answer_of,
+    contexts_from,
+    node_to_context,
+    query_text,
+    source_nodes,
+)
 
 __all__ = [
     "LLAMAINDEX_PASSING",
@@ -96,34 +91,6 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- shared pieces
-
-
-class _Unscorable(Exception):
-    """A response whose answer cannot be read without changing it (an unconsumed stream)."""
-
-
-def _answer_of(response: Any) -> str | None:
-    """The answer text of a query-engine response, without consuming a stream."""
-    if response is None or isinstance(response, str):
-        return response
-    if isinstance(response, (StreamingResponse, AsyncStreamingResponse)):
-        if response.response_txt is None:
-            raise _Unscorable(
-                "streaming response: its text is not known when the query ends, and reading "
-                "the stream here would take it from the caller"
-            )
-        return response.response_txt
-    if isinstance(response, StreamingAgentChatResponse):
-        raise _Unscorable(
-            "streaming chat response: its text is not known when the chat call returns, and "
-            "reading the stream here would take it from the caller"
-        )
-    text = getattr(response, "response", None)
-    if isinstance(text, str):
-        return text
-    if text is None and hasattr(response, "source_nodes"):
-        return None  # Response(response=None): no answer
-    return str(response)
 
 
 def _lower_is_better(metric: Metric) -> bool:
@@ -160,22 +127,6 @@ def _passing_threshold(name: str, passing: str) -> float:
             f"verdict is reproduced for {known}; give threshold= instead"
         )
     return LLAMAINDEX_PASSING[name]
-
-
-def _aliases(options: SettingsOptions, llm: Any, embed_model: Any) -> SettingsOptions:
-    """``llm=``/``embed_model=`` (LlamaIndex's names) as ``judge=``/``embedder=``, passed on
-    unchanged: `Settings` wraps or refuses a framework model, once."""
-    out: SettingsOptions = {**options}
-    for alias, value, name in (("llm", llm, "judge"), ("embed_model", embed_model, "embedder")):
-        if value is None:
-            continue
-        if out.get(name) is not None:
-            raise ValueError(
-                f"{alias}= and {name}= name the same model: pass one of them "
-                f"({alias}= is LlamaIndex's name for ragbridge's {name}=)"
-            )
-        out[name] = value  # type: ignore[literal-required]
-    return out
 
 
 # --------------------------------------------------------------------------- evaluator
@@ -251,7 +202,7 @@ class RagbridgeEvaluator(BaseEvaluator):
             raise ValueError("pass threshold= or passing=, not both")
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must lie within [0, 1], got {threshold!r}")
-        options = _aliases(options, llm, embed_model)
+        options = model_aliases(options, llm, embed_model)
         # "faithfulness:offline" names the metric "faithfulness": resolve before looking it up.
         resolved = metric if isinstance(metric, Metric) else resolve_metrics([metric])[0]
         name = resolved.name
@@ -397,13 +348,13 @@ class RagbridgeEvaluator(BaseEvaluator):
         nodes: list[Any] | None = None
         if response is not None:
             try:
-                answer = _answer_of(response)
-            except _Unscorable as exc:
+                answer = answer_of(response)
+            except Unscorable as exc:
                 raise ValueError(
                     f"{self.metric_name} evaluator, query {query!r}: response: {exc}; "
                     "consume it first (response.get_response())"
                 ) from exc
-            nodes = list(getattr(response, "source_nodes", None) or [])
+            nodes = source_nodes(response)
         return await self.aevaluate(query=query, response=answer, contexts=nodes, **kwargs)
 
     def evaluate_response(
@@ -434,7 +385,9 @@ def evaluators_for(
     LlamaIndex's names for ``judge=``/``embedder=``, with ``Settings.llm`` /
     ``Settings.embed_model`` read as in `RagbridgeEvaluator`.
     """
-    resolved, models = llamaindex_models(metrics, settings, _aliases(options, llm, embed_model))
+    resolved, models = llamaindex_models(
+        metrics, settings, model_aliases(options, llm, embed_model)
+    )
     scorer = Scorer(resolved, settings=settings, **models)
     chosen = dict(thresholds or {})
     unknown = sorted(set(chosen) - set(scorer.names))
@@ -485,13 +438,11 @@ class _LiveCapture(RetrievalCapture):
                     return  # outside any span: nothing to attribute it to
                 if isinstance(event, RetrievalEndEvent):
                     self._by_root.setdefault(root, []).append(
-                        CapturedRetrieval(
-                            query=_query_text(event.str_or_query_bundle),
-                            nodes=list(event.nodes),
-                            span_id=event.span_id,
+                        CapturedRetrieval.of_event(
+                            event,
                             root_span_id=root,
                             tags=dict(event.tags),
-                            thread_id=threading.get_ident(),
+                            use_ref_doc_id=self.use_ref_doc_id,
                         )
                     )
                     return
@@ -569,7 +520,9 @@ class LiveScoring(BackgroundScoring):
         embed_model: Any = None,
         **options: Unpack[SettingsOptions],
     ) -> None:
-        resolved, models = llamaindex_models(metrics, settings, _aliases(options, llm, embed_model))
+        resolved, models = llamaindex_models(
+            metrics, settings, model_aliases(options, llm, embed_model)
+        )
         super().__init__(
             Scorer(resolved, settings=settings, **models),
             sample_rate=sample_rate,
@@ -601,7 +554,13 @@ class LiveScoring(BackgroundScoring):
             sample_id,
             _safe_query(event),
             root,
-            lambda: self._sample_of(sample_id, event, root, tags, retrievals),
+            lambda: self._read_reply(
+                sample_id,
+                query_text(event.query),
+                event.response,
+                _live_meta(root, tags, retrievals),
+                retrievals,
+            ),
             "the query",
         )
 
@@ -642,76 +601,58 @@ class LiveScoring(BackgroundScoring):
         arguments = dict(getattr(bound_args, "arguments", None) or {})
         message = arguments.get("message")
         question = message if isinstance(message, str) else str(message or "")
-        meta: dict[str, Any] = {
-            "span_id": root,
-            "retrievals": len(retrievals),
-            "engine": type(instance).__name__,
-        }
-        plain = {k: v for k, v in tags.items() if isinstance(v, (str, int, float, bool))}
-        if plain:
-            meta["tags"] = plain
-        queries = list(dict.fromkeys(r.query for r in retrievals))
-        if queries and queries != [question]:
-            meta["retrieval_query"] = queries[-1]
+        meta = _live_meta(root, tags, retrievals, engine=type(instance).__name__)
+        note_rewritten_query(meta, retrievals, question)
+        self._score_read(
+            sample_id,
+            question,
+            root,
+            lambda: self._read_reply(sample_id, question, result, meta, retrievals),
+            "the chat reply",
+        )
 
-        def read() -> tuple[Sample, str | None]:
-            answer: str | None = None
-            skip: str | None = None
-            try:
-                answer = _answer_of(result)
-            except _Unscorable as exc:
-                skip = str(exc)
-            source = list(getattr(result, "source_nodes", None) or [])
-            if source:
-                contexts = nodes_to_contexts(source, use_ref_doc_id=self.use_ref_doc_id)
-            else:
-                contexts = _contexts_of(retrievals, use_ref_doc_id=self.use_ref_doc_id)
-                if contexts:
-                    meta["contexts_from"] = "instrumentation"
-            sample = Sample(
-                id=sample_id, question=question, answer=answer, contexts=contexts, metadata=meta
-            )
-            return sample, skip
-
-        self._score_read(sample_id, question, root, read, "the chat reply")
-
-    def _sample_of(
+    def _read_reply(
         self,
         sample_id: str,
-        event: QueryEndEvent,
-        root: str,
-        tags: dict[str, Any],
+        question: str,
+        response: Any,
+        meta: dict[str, Any],
         retrievals: list[CapturedRetrieval],
     ) -> tuple[Sample, str | None]:
-        meta: dict[str, Any] = {"span_id": root, "retrievals": len(retrievals)}
-        plain = {k: v for k, v in tags.items() if isinstance(v, (str, int, float, bool))}
-        if plain:
-            meta["tags"] = plain
+        """The sample of one answered call, and why it is skipped (a stream the caller reads):
+        the answer, and the response's source nodes (else the retrievals under its call)."""
         skip: str | None = None
         try:
-            answer = _answer_of(event.response)
-        except _Unscorable as exc:
+            answer = answer_of(response)
+        except Unscorable as exc:
             answer, skip = None, str(exc)
-        source = list(getattr(event.response, "source_nodes", None) or [])
-        if source:
-            contexts = nodes_to_contexts(source, use_ref_doc_id=self.use_ref_doc_id)
-        else:
-            contexts = _contexts_of(retrievals, use_ref_doc_id=self.use_ref_doc_id)
-            if contexts:
-                meta["contexts_from"] = "instrumentation"
+        source = source_nodes(response)
+        contexts = contexts_from(source, retrievals, use_ref_doc_id=self.use_ref_doc_id)
+        if not source and contexts:
+            meta["contexts_from"] = "instrumentation"
         sample = Sample(
-            id=sample_id,
-            question=_query_text(event.query),
-            answer=answer,
-            contexts=contexts,
-            metadata=meta,
+            id=sample_id, question=question, answer=answer, contexts=contexts, metadata=meta
         )
         return sample, skip
 
 
+def _live_meta(
+    root: str, tags: dict[str, Any], retrievals: list[CapturedRetrieval], engine: str | None = None
+) -> dict[str, Any]:
+    """What a live sample's metadata says of its call: the span, how many retrievals, the chat
+    engine, and the instrument tags that are plain values."""
+    meta: dict[str, Any] = {"span_id": root, "retrievals": len(retrievals)}
+    if engine is not None:
+        meta["engine"] = engine
+    plain = {k: v for k, v in tags.items() if isinstance(v, (str, int, float, bool))}
+    if plain:
+        meta["tags"] = plain
+    return meta
+
+
 def _safe_query(event: QueryEndEvent) -> str:
     try:
-        return _query_text(event.query)
+        return query_text(event.query)
     except Exception:
         return ""
 

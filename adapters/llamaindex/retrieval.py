@@ -61,27 +61,18 @@ from pydantic import Field, PrivateAttr, field_validator
 
 from ragbridge.core.results.evaluation import Evaluation, Score
 from ragbridge.core.results.id_check import IdCheck, IdMatch, match_ids, note_id_warnings
-from ragbridge.core.retrieval import parse_measure, score_sample
+from ragbridge.core.retrieval import parse_measure, score_ranking
 from ragbridge.core.sample import Context, Sample
 from ragbridge.core.scoring.runner import run_sync
 
-from .capture import INSTALL_HINT, nodes_to_contexts
-
-try:
-    from llama_index.core.evaluation import RetrieverEvaluator
-    from llama_index.core.evaluation.retrieval.base import (
-        RetrievalEvalMode,
-        RetrievalEvalResult,
-    )
-    from llama_index.core.evaluation.retrieval.metrics_base import (
-        BaseRetrievalMetric,
-        RetrievalMetricResult,
-    )
-except ImportError as exc:  # pragma: no cover - capture.py raises first with the same hint
-    raise ImportError(
-        f"ragbridge.adapters.llamaindex needs llama-index-core ({exc}); install the extra: "
-        f"{INSTALL_HINT}"
-    ) from exc
+from ._framework import (
+    BaseRetrievalMetric,
+    RetrievalEvalMode,
+    RetrievalEvalResult,
+    RetrievalMetricResult,
+    RetrieverEvaluator,
+)
+from .reading import nodes_to_contexts
 
 __all__ = [
     "LLAMAINDEX_METRICS",
@@ -180,7 +171,7 @@ class RagbridgeRetrievalMetric(BaseRetrievalMetric):
             raise ValueError(_NO_IDS)
         sample = _sample(query or "", list(retrieved_ids), [], expected_ids, "query")
         measure = self.measure_for(len(dict.fromkeys(retrieved_ids)))
-        score = score_sample(sample, [measure])[measure]
+        score = score_ranking(sample, [measure])[measure]
         if score.value is None:
             raise ValueError(f"{self.name}: {score.reason or score.failure}")
         return _metric_result(measure, score)
@@ -279,7 +270,7 @@ class RagbridgeRetrieverEvaluator(RetrieverEvaluator):
         distinct = len(dict.fromkeys(ids))
         ours = [m for m in self.metrics if isinstance(m, RagbridgeRetrievalMetric)]
         wanted = list(dict.fromkeys(m.measure_for(distinct) for m in ours))
-        computed = score_sample(sample, wanted) if wanted else {}
+        computed = score_ranking(sample, wanted) if wanted else {}
         metric_dict: dict[str, RetrievalMetricResult] = {}
         scores: dict[str, Score] = {}
         for metric in self.metrics:

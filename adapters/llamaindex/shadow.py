@@ -22,7 +22,6 @@ Why it looks the way it does:
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 import uuid
 from collections.abc import Iterable
@@ -42,38 +41,28 @@ from ragbridge.core.monitoring.shadow import (
 from ragbridge.core.sample import Context
 from ragbridge.core.scoring.scorer import Scorer
 
-from .capture import (
-    INSTALL_HINT,
-    CapturedRetrieval,
-    RetrievalCapture,
-    _contexts_of,
-    _model_name,
-    _query_text,
-    engine_kind,
-    nodes_to_contexts,
+from ._framework import (
+    MODEL_CALL_ENDS,
+    MODEL_CALL_STARTS,
+    BaseEvent,
+    BaseQueryEngine,
+    PromptDictType,
+    PromptMixinType,
+    RetrievalEndEvent,
+    RetrievalStartEvent,
+    active_instrument_tags,
+    instrument_tags,
 )
-from .evaluators import _answer_of, _Unscorable
-
-try:
-    from llama_index.core.base.base_query_engine import BaseQueryEngine
-    from llama_index.core.instrumentation.events import BaseEvent
-    from llama_index.core.instrumentation.events.llm import (
-        LLMChatEndEvent,
-        LLMChatStartEvent,
-        LLMCompletionEndEvent,
-        LLMCompletionStartEvent,
-    )
-    from llama_index.core.instrumentation.events.retrieval import (
-        RetrievalEndEvent,
-        RetrievalStartEvent,
-    )
-    from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
-    from llama_index_instrumentation.dispatcher import active_instrument_tags, instrument_tags
-except ImportError as exc:  # pragma: no cover - capture.py raises first with the same hint
-    raise ImportError(
-        f"ragbridge.adapters.llamaindex needs llama-index-core ({exc}); install the extra: "
-        f"{INSTALL_HINT}"
-    ) from exc
+from .capture import CapturedRetrieval, RetrievalCapture, engine_kind
+from .defaults import model_aliases
+from .reading import (
+    Unscorable,
+    answer_of,
+    contexts_from,
+    model_name,
+    query_text,
+    source_nodes,
+)
 
 __all__ = ["SHADOW_TAG", "ShadowQueryEngine", "shadow"]
 
@@ -133,22 +122,16 @@ class _ShadowCapture(RetrievalCapture):
                 if started is not None:
                     bucket.retrieval_spans.append((started, now))
                 bucket.retrievals.append(
-                    CapturedRetrieval(
-                        query=_query_text(event.str_or_query_bundle),
-                        nodes=list(event.nodes),
-                        span_id=span,
-                        root_span_id=None,
-                        tags={},
-                        thread_id=threading.get_ident(),
-                        use_ref_doc_id=self.use_ref_doc_id,
+                    CapturedRetrieval.of_event(
+                        event, root_span_id=None, tags={}, use_ref_doc_id=self.use_ref_doc_id
                     )
                 )
-            elif isinstance(event, (LLMChatStartEvent, LLMCompletionStartEvent)):
+            elif isinstance(event, MODEL_CALL_STARTS):
                 bucket.model_started[span] = now
-                name = _model_name(event.model_dict)
+                name = model_name(event.model_dict)
                 if name is not None:
                     bucket.models.append(name)
-            elif isinstance(event, (LLMChatEndEvent, LLMCompletionEndEvent)):
+            elif isinstance(event, MODEL_CALL_ENDS):
                 started = bucket.model_started.pop(span, None)
                 if started is not None:
                     bucket.model_spans.append((started, now))
@@ -269,13 +252,13 @@ class ShadowQueryEngine(BaseQueryEngine):
             unscorable: str | None = None
             if error is None:
                 try:
-                    answer = _answer_of(response)
-                except _Unscorable as exc:
+                    answer = answer_of(response)
+                except Unscorable as exc:
                     unscorable = str(exc)
                 else:
                     if answer is None:
                         unscorable = "the response has no answer text"
-            source = list(getattr(response, "source_nodes", None) or [])
+            source = source_nodes(response)
             seen = bool(source or bucket.retrievals)
             self.scorer.record(
                 FinishedRequest(
@@ -302,9 +285,7 @@ class ShadowQueryEngine(BaseQueryEngine):
         use_ref = self.use_ref_doc_id
 
         def contexts() -> list[Context]:
-            if source:
-                return nodes_to_contexts(source, use_ref_doc_id=use_ref)
-            return _contexts_of(retrievals, use_ref_doc_id=use_ref)
+            return contexts_from(source, retrievals, use_ref_doc_id=use_ref)
 
         return contexts
 
@@ -333,7 +314,7 @@ class ShadowQueryEngine(BaseQueryEngine):
 
 def _question(query: Any) -> str | None:
     try:
-        return _query_text(query)
+        return query_text(query)
     except Exception:
         return None
 
@@ -384,13 +365,7 @@ def shadow(
             f"shadow wraps LlamaIndex query engines (query/aquery); {type(engine).__name__} "
             f"is a chat engine"
         )
-    for alias, value, name in (("llm", llm, "judge"), ("embed_model", embed_model, "embedder")):
-        if value is None:
-            continue
-        if options.get(name) is not None:
-            raise ValueError(f"{alias}= and {name}= name the same model: pass one of them")
-        options[name] = value  # type: ignore[literal-required]
-    scorer, owns = shadow_scorer(metrics, options)
+    scorer, owns = shadow_scorer(metrics, model_aliases(options, llm, embed_model))
     return ShadowQueryEngine(
         engine,
         scorer,
