@@ -5,24 +5,5 @@
 `repeatability` how much a judge agrees with itself. `human`'s names are re-exported here.
 """
 
-from .human import (
-    GROUNDED_VALUES,
-    QUESTIONS,
-    HumanLabel,
-    LabelFileError,
-    LabelQuestion,
-    load_labels,
-    question_for,
-    save_labels,
-)
-
-__all__ = [
-    "GROUNDED_VALUES",
-    "QUESTIONS",
-    "HumanLabel",
-    "LabelFileError",
-    "LabelQuestion",
-    "load_labels",
-    "question_for",
-    "save_labels",
-]
+from .human import *  # noqa: F403  (this room re-exports its first module's names)
+from .human import __all__ as __all__

@@ -6,24 +6,5 @@ meet labels, `diagnosis` and `crosscheck` read a finished run. The contract's na
 here.
 """
 
-from .evaluation import (
-    Evaluation,
-    EvaluationRow,
-    Failure,
-    FailureKind,
-    MetricSummary,
-    Score,
-    ScoreStatus,
-    Usage,
-)
-
-__all__ = [
-    "Evaluation",
-    "EvaluationRow",
-    "Failure",
-    "FailureKind",
-    "MetricSummary",
-    "Score",
-    "ScoreStatus",
-    "Usage",
-]
+from .evaluation import *  # noqa: F403  (this room re-exports its first module's names)
+from .evaluation import __all__ as __all__

@@ -4,32 +4,5 @@
 `words`' names are re-exported here.
 """
 
-from .words import (
-    STOPWORDS,
-    abstention,
-    content_words,
-    is_preamble,
-    normalise,
-    numbers,
-    plain,
-    salient,
-    sentences,
-    terms,
-    unframed,
-    words,
-)
-
-__all__ = [
-    "STOPWORDS",
-    "abstention",
-    "content_words",
-    "is_preamble",
-    "normalise",
-    "numbers",
-    "plain",
-    "salient",
-    "sentences",
-    "terms",
-    "unframed",
-    "words",
-]
+from .words import *  # noqa: F403  (this room re-exports its first module's names)
+from .words import __all__ as __all__
