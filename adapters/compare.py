@@ -42,7 +42,8 @@ on an answer with no claim becomes a ``no_claims`` failure; DeepEval scores 1.0 
 `compare_frameworks` names a policy difference.
 
 Importing this module needs neither RAGAS nor DeepEval: each is imported when asked for, and a
-missing one raises ImportError naming the extra (``pip install "ragbridge[ragas]"``).
+missing one raises ImportError naming the extra (``pip install ".[ragas]"`` in your ragbridge
+clone).
 """
 
 from __future__ import annotations

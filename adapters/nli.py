@@ -1,9 +1,10 @@
 """`NLIModel`: an MNLI-style cross-encoder on this machine, as ragbridge's `EntailmentModel`.
 
-The ``nli`` provider of faithfulness and hallucination (`ragbridge.core.metrics.nli`) needs a model
-that reads a (premise, hypothesis) pair and gives P(entailment), P(neutral), P(contradiction).
-This module wraps any transformers sequence-classification checkpoint trained that way
-(``cross-encoder/nli-deberta-v3-base``, ``MoritzLaurer/DeBERTa-v3-base-mnli-fever-anli``, ...).
+The ``nli`` provider of faithfulness and hallucination (`ragbridge.core.metrics.providers.nli`)
+needs a model that reads a (premise, hypothesis) pair and gives P(entailment), P(neutral),
+P(contradiction). This module wraps any transformers sequence-classification checkpoint trained
+that way (``cross-encoder/nli-deberta-v3-base``, ``MoritzLaurer/DeBERTa-v3-base-mnli-fever-anli``,
+...).
 This module only loads and runs the model; the measures are implemented once, in the core:
 ``Faithfulness(provider="nli")`` / ``Hallucination(provider="nli")`` (by name
 ``"faithfulness:nli"``, ``"hallucination:nli"``) with ``evaluate(..., nli=NLIModel(path))``.
@@ -11,9 +12,9 @@ This module only loads and runs the model; the measures are implemented once, in
 Design choices, each for a reason:
 
 * **Lazy imports.** Importing this module imports neither torch nor transformers. Constructing an
-  `NLIModel` only checks that they are installed (an ImportError naming
-  ``pip install "ragbridge[nli]"`` otherwise); the model loads on the first `NLIModel.predict`
-  (or `NLIModel.load`), once, under a lock.
+  `NLIModel` only checks that they are installed (an ImportError naming ``pip install ".[nli]"``,
+  run in your ragbridge clone, otherwise); the model loads on the first `NLIModel.predict` (or
+  `NLIModel.load`), once, under a lock.
 * **Hub disabled.** Weights are never downloaded: ``local_files_only=True`` on every load, and
   ``HF_HUB_OFFLINE=1`` / ``TRANSFORMERS_OFFLINE=1`` are set with ``os.environ.setdefault`` (a value
   the user set wins). A model that is neither a folder nor in the Hugging Face cache raises
@@ -47,23 +48,21 @@ rounding), which is what the `Entailment` contract promises.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import importlib
-import importlib.util
 import os
 import re
 import threading
-import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragbridge.adapters._extras import install_hint, missing_extra, require
 from ragbridge.adapters._frameworks import quiet_frameworks
 from ragbridge.adapters._hub import disable_hub, quiet_model_loading
 from ragbridge.adapters._hub import installed as _installed
+from ragbridge.adapters._loaded_once import LoadedOnce
 from ragbridge.core.judging.judge import Entailment
 
 quiet_frameworks()  # before transformers is imported (lazily, on the first load)
@@ -74,7 +73,7 @@ __all__ = [
     "NLIModelNotFoundError",
 ]
 
-INSTALL_HINT = 'pip install "ragbridge[nli]"'
+INSTALL_HINT = install_hint("nli")
 """What to run when the ``nli`` extra is missing."""
 
 _NOT_ENTAILMENT = re.compile(r"(^|[^a-z])(not|non)[^a-z]?entail")
@@ -82,10 +81,6 @@ _NOT_ENTAILMENT = re.compile(r"(^|[^a-z])(not|non)[^a-z]?entail")
 
 class NLIModelNotFoundError(FileNotFoundError):
     """The NLI model is not on this machine, and ragbridge never downloads weights."""
-
-
-def _missing_extra(what: str) -> ImportError:
-    return ImportError(f"NLIModel needs {what}; install the nli extra: {INSTALL_HINT}")
 
 
 @dataclass(frozen=True)
@@ -191,7 +186,7 @@ class NLIModel:
         disable_hub()
         missing = [pkg for pkg in ("torch", "transformers") if not _installed(pkg)]
         if missing:
-            raise _missing_extra(" and ".join(missing))
+            raise missing_extra("NLIModel", " and ".join(missing), "nli")
         self.model = name
         self.device = device
         self.batch_size = batch_size
@@ -199,13 +194,9 @@ class NLIModel:
         self.cache_size = cache_size
         self.labels: dict[int, str] | None = None
         self.detects_contradiction: bool | None = None
-        self._loaded: tuple[Any, Any, Any, _Columns, int] | None = None
-        self._load_lock = threading.Lock()
+        self._loader: LoadedOnce[tuple[Any, Any, Any, _Columns, int]] = LoadedOnce(self._build)
         self._infer_lock = threading.Lock()
         self._memo: OrderedDict[bytes, Entailment] = OrderedDict()
-        self._loop_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
-            weakref.WeakKeyDictionary()
-        )
 
     def __repr__(self) -> str:
         return (
@@ -216,7 +207,7 @@ class NLIModel:
     @property
     def loaded(self) -> bool:
         """Whether the model is in memory (it loads on the first predict or `load`)."""
-        return self._loaded is not None
+        return self._loader.loaded
 
     def load(self) -> NLIModel:
         """Load and check the model now (blocking) rather than on the first `predict`.
@@ -229,23 +220,12 @@ class NLIModel:
 
     def _components(self) -> tuple[Any, Any, Any, _Columns, int]:
         """(torch, tokenizer, model, columns, max_length); the first caller loads, others wait."""
-        if self._loaded is not None:
-            return self._loaded
-        with self._load_lock:
-            if self._loaded is None:
-                self._loaded = self._build()
-        return self._loaded
+        return self._loader.get()
 
     def _build(self) -> tuple[Any, Any, Any, _Columns, int]:
         disable_hub()
-        try:
-            torch = importlib.import_module("torch")
-            transformers = importlib.import_module("transformers")
-        except ImportError as exc:
-            raise ImportError(
-                f"NLIModel could not import torch/transformers ({exc}); "
-                f"install the nli extra: {INSTALL_HINT}"
-            ) from exc
+        torch = require("torch", extra="nli", what="NLIModel")
+        transformers = require("transformers", extra="nli", what="NLIModel")
         try:
             config = transformers.AutoConfig.from_pretrained(self.model, local_files_only=True)
         except (OSError, ValueError) as exc:
@@ -308,13 +288,6 @@ class NLIModel:
                     self._memo.popitem(last=False)
         return [r for r in results if r is not None]
 
-    def _loop_lock(self) -> asyncio.Lock:
-        loop = asyncio.get_running_loop()
-        lock = self._loop_locks.get(loop)
-        if lock is None:
-            lock = self._loop_locks[loop] = asyncio.Lock()
-        return lock
-
     async def predict(self, pairs: Sequence[tuple[str, str]]) -> list[Entailment]:
         """One `Entailment` per (premise, hypothesis) pair, in order; ``[]`` for no pairs.
 
@@ -330,8 +303,7 @@ class NLIModel:
                 raise TypeError(f"pair #{i} must be a (premise, hypothesis) tuple of str")
         if not batch:
             return []
-        async with self._loop_lock():
-            return await asyncio.to_thread(self._predict_blocking, batch)
+        return await self._loader.in_thread(self._predict_blocking, batch)
 
 
 def _not_found(name: str, exc: BaseException) -> NLIModelNotFoundError:

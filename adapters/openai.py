@@ -50,7 +50,9 @@ from types import TracebackType
 from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ValidationError
+from typing_extensions import TypedDict, Unpack
 
+from ragbridge.adapters._extras import install_hint, missing_extra
 from ragbridge.adapters.openai_dialect import (
     LADDER,
     Mode,
@@ -76,21 +78,20 @@ from ragbridge.core.judging.reply_format import reply_spec
 from ragbridge.core.results.evaluation import Usage
 from ragbridge.core.scoring.partitions import readable_url
 
-INSTALL_HINT = 'pip install "ragbridge[openai]"'
+INSTALL_HINT = install_hint("openai")
 """What to run when the ``openai`` extra is missing."""
 
 try:
     import httpx
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
-    raise ImportError(
-        f"ragbridge.adapters.openai needs httpx, which is not installed: {INSTALL_HINT}"
-    ) from exc
+    raise missing_extra("ragbridge.adapters.openai", "httpx", "openai", exc) from exc
 
 __all__ = [
     "DEFAULT_BASE_URL",
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_TIMEOUT",
     "INSTALL_HINT",
+    "Connection",
     "OpenAIEmbedder",
     "OpenAIJudge",
     "Structured",
@@ -125,6 +126,23 @@ _DOING = {
 """What an httpx transport error interrupted, for a failure whose exception has no message."""
 
 
+class Connection(TypedDict, total=False):
+    """Where and how `OpenAIJudge` and `OpenAIEmbedder` connect: keywords both take.
+
+    ``base_url`` (default `DEFAULT_BASE_URL`); ``api_key`` (default ``OPENAI_API_KEY``; none sends
+    no Authorization header, which is what local servers expect); ``timeout`` (seconds per
+    request: None follows the engine's attempt timeout, a number is a ceiling on it);
+    ``extra_body`` (merged into every request last); ``client`` (an ``httpx.AsyncClient`` to
+    use, then the caller's to close).
+    """
+
+    base_url: str
+    api_key: str | None
+    timeout: float | None
+    extra_body: Mapping[str, Any] | None
+    client: httpx.AsyncClient | None
+
+
 class _OpenAIHTTP:
     """What the judge and the embedder share: the client, the key, the request and the error
     mapping. Not public: the two classes are the API."""
@@ -135,11 +153,11 @@ class _OpenAIHTTP:
         self,
         model: str,
         *,
-        base_url: str,
-        api_key: str | None,
-        timeout: float | None,
-        extra_body: Mapping[str, Any] | None,
-        client: httpx.AsyncClient | None,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        timeout: float | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        client: httpx.AsyncClient | None = None,
     ) -> None:
         if not model:
             raise ValueError("model must be a non-empty string")
@@ -354,27 +372,16 @@ class OpenAIJudge(_OpenAIHTTP):
         self,
         model: str,
         *,
-        base_url: str = DEFAULT_BASE_URL,
-        api_key: str | None = None,
-        timeout: float | None = None,
         max_tokens: int | None = None,
         temperature: float = 0.0,
         structured: Structured = "auto",
-        extra_body: Mapping[str, Any] | None = None,
-        client: httpx.AsyncClient | None = None,
+        **connection: Unpack[Connection],
     ) -> None:
         if structured not in _STRUCTURED:
             raise ValueError(f"structured must be one of {_STRUCTURED}, got {structured!r}")
         if max_tokens is not None and max_tokens < 1:
             raise ValueError("max_tokens must be >= 1 (or None: each request's budget)")
-        super().__init__(
-            model,
-            base_url=base_url,
-            api_key=api_key,
-            timeout=timeout,
-            extra_body=extra_body,
-            client=client,
-        )
+        super().__init__(model, **connection)
         self.max_tokens: int | None = max_tokens
         self.temperature = temperature
         self.structured: Structured = structured
@@ -523,21 +530,10 @@ class OpenAIEmbedder(_OpenAIHTTP):
         self,
         model: str,
         *,
-        base_url: str = DEFAULT_BASE_URL,
-        api_key: str | None = None,
-        timeout: float | None = None,
         dimensions: int | None = None,
-        extra_body: Mapping[str, Any] | None = None,
-        client: httpx.AsyncClient | None = None,
+        **connection: Unpack[Connection],
     ) -> None:
-        super().__init__(
-            model,
-            base_url=base_url,
-            api_key=api_key,
-            timeout=timeout,
-            extra_body=extra_body,
-            client=client,
-        )
+        super().__init__(model, **connection)
         self.dimensions = dimensions
 
     async def __aenter__(self) -> OpenAIEmbedder:

@@ -73,7 +73,7 @@ A field that was not measured is left out, never sent as 0. The question text is
 A sink never raises into its caller: an export that fails is counted (``failures``,
 ``last_failure``). Without a provider the global ones are used (no-ops until configured).
 Importing this module without OpenTelemetry raises ImportError naming the extra:
-``pip install "ragbridge[otel]"``.
+``pip install ".[otel]"`` in your ragbridge clone.
 """
 
 from __future__ import annotations
@@ -85,9 +85,10 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
+from ragbridge.adapters._extras import install_hint, missing_extra
 from ragbridge.core.monitoring.records import RequestRecord
 
-INSTALL_HINT = 'pip install "ragbridge[otel]"'
+INSTALL_HINT = install_hint("otel")
 """What to run when the ``otel`` extra is missing."""
 
 try:
@@ -96,9 +97,7 @@ try:
     from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
     from opentelemetry.util.types import AttributeValue
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
-    raise ImportError(
-        f"ragbridge.adapters.otel needs opentelemetry-api, which is not installed: {INSTALL_HINT}"
-    ) from exc
+    raise missing_extra("ragbridge.adapters.otel", "opentelemetry-api", "otel", exc) from exc
 
 __all__ = ["EVALUATION_EVENT", "INSTALL_HINT", "OpenTelemetrySink"]
 
@@ -124,6 +123,50 @@ ERROR_TYPE = "error.type"
 _SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 _SECOND_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 _CHUNK_BUCKETS = (0, 1, 2, 3, 4, 5, 8, 10, 20, 50)
+
+_INSTRUMENTS: dict[str, tuple[str, str, str, tuple[float, ...] | None]] = {
+    # key: (name, unit, description, histogram buckets; None for a counter)
+    "requests": ("ragbridge.requests", "{request}", "Requests served.", None),
+    "retrieval_s": (
+        "ragbridge.retrieval.duration",
+        "s",
+        "Retrieval time of a request.",
+        _SECOND_BUCKETS,
+    ),
+    "generation_s": (
+        "ragbridge.generation.duration",
+        "s",
+        "Generation time of a request.",
+        _SECOND_BUCKETS,
+    ),
+    "chunks_used": (
+        "ragbridge.retrieval.chunks_used",
+        "{chunk}",
+        "Retrieved chunks above the relevance threshold.",
+        _CHUNK_BUCKETS,
+    ),
+    "misses": (
+        "ragbridge.retrieval.misses",
+        "{request}",
+        "Requests where no chunk reached the relevance threshold.",
+        None,
+    ),
+    "abstentions": ("ragbridge.abstentions", "{request}", "Answers that declined.", None),
+    "scores": (
+        "ragbridge.evaluation.score",
+        "1",
+        "Sampled evaluation scores in [0, 1], by metric.",
+        _SCORE_BUCKETS,
+    ),
+    "score_failures": (
+        "ragbridge.evaluation.failures",
+        "{score}",
+        "Sampled scores that failed, by metric and failure kind.",
+        None,
+    ),
+}
+"""The sink's metric instruments, created once per sink by key (one table, so adding one is a
+row, not a method body)."""
 
 
 def _ns(seconds: float) -> int:
@@ -195,50 +238,24 @@ class OpenTelemetrySink:
         self._lock = threading.Lock()
         self._pending: OrderedDict[str, SpanContext] = OrderedDict()
         self._metrics = metrics
+        self._counters: dict[str, otel_metrics.Counter] = {}
+        self._histograms: dict[str, otel_metrics.Histogram] = {}
         if metrics:
             meter = (meter_provider or otel_metrics.get_meter_provider()).get_meter(
                 "ragbridge", version
             )
-            self._requests = meter.create_counter(
-                "ragbridge.requests", unit="{request}", description="Requests served."
-            )
-            self._retrieval_s = meter.create_histogram(
-                "ragbridge.retrieval.duration",
-                unit="s",
-                description="Retrieval time of a request.",
-                explicit_bucket_boundaries_advisory=_SECOND_BUCKETS,
-            )
-            self._generation_s = meter.create_histogram(
-                "ragbridge.generation.duration",
-                unit="s",
-                description="Generation time of a request.",
-                explicit_bucket_boundaries_advisory=_SECOND_BUCKETS,
-            )
-            self._chunks_used = meter.create_histogram(
-                "ragbridge.retrieval.chunks_used",
-                unit="{chunk}",
-                description="Retrieved chunks above the relevance threshold.",
-                explicit_bucket_boundaries_advisory=_CHUNK_BUCKETS,
-            )
-            self._misses = meter.create_counter(
-                "ragbridge.retrieval.misses",
-                unit="{request}",
-                description="Requests where no chunk reached the relevance threshold.",
-            )
-            self._abstentions = meter.create_counter(
-                "ragbridge.abstentions", unit="{request}", description="Answers that declined."
-            )
-            self._scores = meter.create_histogram(
-                "ragbridge.evaluation.score",
-                unit="1",
-                description="Sampled evaluation scores in [0, 1], by metric.",
-                explicit_bucket_boundaries_advisory=_SCORE_BUCKETS,
-            )
-            self._score_failures = meter.create_counter(
-                "ragbridge.evaluation.failures",
-                unit="{score}",
-                description="Sampled scores that failed, by metric and failure kind.",
-            )
+            for key, (name, unit, description, buckets) in _INSTRUMENTS.items():
+                if buckets is None:
+                    self._counters[key] = meter.create_counter(
+                        name, unit=unit, description=description
+                    )
+                else:
+                    self._histograms[key] = meter.create_histogram(
+                        name,
+                        unit=unit,
+                        description=description,
+                        explicit_bucket_boundaries_advisory=buckets,
+                    )
 
     def __repr__(self) -> str:
         return f"OpenTelemetrySink(failures={self.failures}, pending={len(self._pending)})"
@@ -335,14 +352,7 @@ class OpenTelemetrySink:
             "ragbridge.retrieval.miss": record.retrieval_miss,
         }
         name = f"retrieval {source}" if source is not None else "retrieval"
-        span = self._tracer.start_span(
-            name,
-            context=parent,
-            kind=SpanKind.CLIENT,
-            attributes={k: v for k, v in attrs.items() if v is not None},
-            start_time=start,
-        )
-        span.end(end_time=end)
+        self._client_span(name, parent, attrs, start, end)
 
     def _generation_span(self, record: RequestRecord, parent: Any, start: int, end: int) -> None:
         operation = str(record.attributes.get("operation") or "chat")
@@ -355,6 +365,12 @@ class OpenTelemetrySink:
             "ragbridge.answer.abstained": record.abstained,
         }
         name = f"{operation} {model}" if model is not None else operation
+        self._client_span(name, parent, attrs, start, end)
+
+    def _client_span(
+        self, name: str, parent: Any, attrs: Mapping[str, Any], start: int, end: int
+    ) -> None:
+        """A finished CLIENT span under ``parent``, with the attributes that have a value."""
         span = self._tracer.start_span(
             name,
             context=parent,
@@ -414,9 +430,9 @@ class OpenTelemetrySink:
             )
             for metric, cell in record.scores.items():
                 if cell.value is not None:
-                    self._scores.record(cell.value, {**labels, EVAL_NAME: metric})
+                    self._histograms["scores"].record(cell.value, {**labels, EVAL_NAME: metric})
                 elif cell.failure is not None:
-                    self._score_failures.add(
+                    self._counters["score_failures"].add(
                         1, {**labels, EVAL_NAME: metric, ERROR_TYPE: cell.failure}
                     )
 
@@ -427,14 +443,14 @@ class OpenTelemetrySink:
         request_labels = dict(labels)
         if record.error is not None:
             request_labels[ERROR_TYPE] = _error_type(record.error)
-        self._requests.add(1, request_labels)
+        self._counters["requests"].add(1, request_labels)
         if record.retrieval_ms is not None:
-            self._retrieval_s.record(record.retrieval_ms / 1000, labels)
+            self._histograms["retrieval_s"].record(record.retrieval_ms / 1000, labels)
         if record.generation_ms is not None:
-            self._generation_s.record(record.generation_ms / 1000, labels)
+            self._histograms["generation_s"].record(record.generation_ms / 1000, labels)
         if record.chunks_used is not None:
-            self._chunks_used.record(record.chunks_used, labels)
+            self._histograms["chunks_used"].record(record.chunks_used, labels)
         if record.retrieval_miss:
-            self._misses.add(1, labels)
+            self._counters["misses"].add(1, labels)
         if record.abstained:
-            self._abstentions.add(1, labels)
+            self._counters["abstentions"].add(1, labels)

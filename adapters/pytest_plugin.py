@@ -67,7 +67,7 @@ def assert_rag(
     what they mean for `ragbridge.core.evaluate`.
     """
     __tracebackhide__ = True
-    from ragbridge.adapters.cli.metric_names import JudgeOnlyError, choose_without_judge
+    from ragbridge.adapters.metric_choice import JudgeOnlyError, choose_without_judge
     from ragbridge.core.scoring.scorer import Scorer
     from ragbridge.core.settings import Settings
 

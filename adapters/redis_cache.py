@@ -8,13 +8,13 @@ selects it; `ragbridge.core.cache.disk.open_cache` finds this module through the
 ``ragbridge.caches`` entry points, so the core never imports redis-py.
 
 **Same answers as SQLite.** Keys are the same content addresses
-(`ragbridge.core.cache.disk.cache_key` for replies, `ragbridge.core.cache.disk.text_hash` for
-embedded texts, the result-cache keys for kept Scores). Embeddings are stored as the very bytes the
-SQLite file holds (little-endian float32, `ragbridge.core.cache.disk.encode_vectors`, with its
-checks: a NaN, an infinity or a misaligned batch raises ValueError and writes nothing) and read
-back by the same `decode_vector`, so a hit is bit-identical whichever backend answers it. Reply
-metadata (model, template id and version, facts as `ragbridge.core.cache.disk.facts_json` gives
-them) is kept next to the reply text.
+(`ragbridge.core.cache.request_key.cache_key` for replies,
+`ragbridge.core.cache.stored.text_hash` for embedded texts, the result-cache keys for kept Scores).
+Embeddings are stored as the very bytes the SQLite file holds (little-endian float32,
+`ragbridge.core.cache.stored.encode_vectors`, with its checks: a NaN, an infinity or a misaligned
+batch raises ValueError and writes nothing) and read back by the same `decode_vector`, so a hit is
+bit-identical whichever backend answers it. Reply metadata (model, template id and version, facts
+as `ragbridge.core.cache.stored.facts_json` gives them) is kept next to the reply text.
 
 **Layout.** Every key starts ``PREFIX:1:`` (``PREFIX`` is ``ragbridge`` unless ``?prefix=NAME``
 or ``prefix=`` says otherwise; ``1`` is `REDIS_FORMAT_VERSION`), so several teams or projects
@@ -47,7 +47,7 @@ rest of the run, which goes on uncached and ends with that line as a warning, sa
 not kept.
 
 Importing this module without redis-py raises ImportError naming the extra:
-``pip install "ragbridge[redis]"``.
+``pip install ".[redis]"`` in your ragbridge clone.
 """
 
 from __future__ import annotations
@@ -64,8 +64,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import numpy as np
 import numpy.typing as npt
 
+from ragbridge.adapters._extras import install_hint, missing_extra
 from ragbridge.core.cache.backend import redact_url
-from ragbridge.core.cache.disk import (
+from ragbridge.core.cache.stored import (
     CachedReply,
     CacheStats,
     decode_vector,
@@ -77,16 +78,14 @@ from ragbridge.core.cache.disk import (
 if TYPE_CHECKING:
     from redis.typing import EncodableT
 
-INSTALL_HINT = 'pip install "ragbridge[redis]"'
+INSTALL_HINT = install_hint("redis")
 """What to run when the ``redis`` extra is missing."""
 
 try:
     import redis
     import redis.exceptions
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
-    raise ImportError(
-        f"ragbridge.adapters.redis_cache needs redis-py, which is not installed: {INSTALL_HINT}"
-    ) from exc
+    raise missing_extra("ragbridge.adapters.redis_cache", "redis-py", "redis", exc) from exc
 
 __all__ = [
     "BATCH",

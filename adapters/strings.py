@@ -19,15 +19,14 @@ the library the literature uses, so a ragbridge number equals the number a paper
 
 All are ``provider="string"``, need no judge, and require the sample's ``answer`` and
 ``reference`` (an empty one is ``Failure(missing_input)``). A missing library raises an ImportError
-naming the extra (``ragbridge[strings]``, ``ragbridge[bertscore]``) when the metric is created.
+naming the extra (``pip install ".[strings]"`` or ``".[bertscore]"`` in your ragbridge clone) when
+the metric is created.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import importlib
-import importlib.util
 import os
 import re
 import string
@@ -39,9 +38,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
+from ragbridge.adapters._extras import install_hint, missing_extra, require
 from ragbridge.adapters._frameworks import framework_noise_off, quiet_frameworks
 from ragbridge.adapters._hub import disable_hub, quiet_model_loading
 from ragbridge.adapters._hub import installed as _installed
+from ragbridge.adapters._loaded_once import LoadedOnce
 from ragbridge.core.metrics.base import Metric, MetricContext
 from ragbridge.core.registry import MeasureSpec, ProviderSpec, Registry
 from ragbridge.core.results.evaluation import Score
@@ -63,26 +64,18 @@ __all__ = [
     "token_f1",
 ]
 
-STRINGS_HINT = 'pip install "ragbridge[strings]"'
-BERTSCORE_HINT = 'pip install "ragbridge[bertscore]"'
+STRINGS_HINT = install_hint("strings")
+BERTSCORE_HINT = install_hint("bertscore")
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = frozenset(string.punctuation)
 
 
-def _require(metric: str, extra_hint: str, *modules: str) -> None:
+def _require(metric: str, extra: str, *modules: str) -> None:
+    """Refuse at construction, without importing anything, when a library is not installed."""
     missing = [m for m in modules if not _installed(m)]
     if missing:
-        raise ImportError(
-            f"{metric} needs {', '.join(missing)}, which is not installed: {extra_hint}"
-        )
-
-
-def _import(module: str, metric: str, extra_hint: str) -> Any:
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise ImportError(f"{metric} could not import {module} ({exc}): {extra_hint}") from exc
+        raise missing_extra(metric, ", ".join(missing), extra)
 
 
 def _unit(x: float) -> float:
@@ -180,8 +173,8 @@ class RougeScore(_StringMetric):
             raise ValueError(f"kind must be one of {sorted(_ROUGE_NAMES)}, got {kind!r}")
         if stat not in _STAT_SUFFIX:
             raise ValueError(f"stat must be 'f', 'p' or 'r', got {stat!r}")
-        _require("RougeScore", STRINGS_HINT, "rouge_score", "nltk")
-        module = _import("rouge_score.rouge_scorer", "RougeScore", STRINGS_HINT)
+        _require("RougeScore", "strings", "rouge_score", "nltk")
+        module = require("rouge_score.rouge_scorer", extra="strings", what="RougeScore")
         self.kind = kind
         self.stat = stat
         self.name = _ROUGE_NAMES[kind] + _STAT_SUFFIX[stat]
@@ -212,8 +205,8 @@ class Bleu(_StringMetric):
     """
 
     def __init__(self, *, lowercase: bool = False, tokenize: str | None = None) -> None:
-        _require("Bleu", STRINGS_HINT, "sacrebleu")
-        self._sacrebleu = _import("sacrebleu", "Bleu", STRINGS_HINT)
+        _require("Bleu", "strings", "sacrebleu")
+        self._sacrebleu = require("sacrebleu", extra="strings", what="Bleu")
         self.lowercase = lowercase
         self.tokenize = tokenize
 
@@ -281,7 +274,7 @@ class BertScore(_StringMetric):
         device: str = "cpu",
         batch_size: int = 64,
     ) -> None:
-        _require("BertScore", BERTSCORE_HINT, "bert_score", "torch", "transformers")
+        _require("BertScore", "bertscore", "bert_score", "torch", "transformers")
         if model_type is None and lang is None:
             raise ValueError("BertScore needs model_type or lang (e.g. lang='en')")
         if rescale_with_baseline and lang is None:
@@ -301,9 +294,8 @@ class BertScore(_StringMetric):
         self.rescale_with_baseline = rescale_with_baseline
         self.device = device
         self.batch_size = batch_size
-        self._scorer: Any = None
+        self._scorer: LoadedOnce[Any] = LoadedOnce(self._build)
         self._resolved_name: str | None = None
-        self._load_lock = threading.Lock()
         self._run_lock = threading.Lock()
         self._queue_lock = threading.Lock()
         self._queue: list[_Pending] = []
@@ -320,16 +312,11 @@ class BertScore(_StringMetric):
         return self
 
     def _get_scorer(self) -> Any:
-        if self._scorer is not None:
-            return self._scorer
-        with self._load_lock:
-            if self._scorer is None:
-                self._scorer = self._build()
-        return self._scorer
+        return self._scorer.get()
 
     def _build(self) -> Any:
-        bert_score = _import("bert_score", "BertScore", BERTSCORE_HINT)
-        utils = _import("bert_score.utils", "BertScore", BERTSCORE_HINT)
+        bert_score: Any = require("bert_score", extra="bertscore", what="BertScore")
+        utils = require("bert_score.utils", extra="bertscore", what="BertScore")
         name = self.model_type or utils.lang2model[self.lang.lower() if self.lang else "en"]
         layers = self.num_layers
         if layers is None:
@@ -375,7 +362,7 @@ class BertScore(_StringMetric):
         path = Path(name).expanduser()
         if path.is_dir():
             return str(path)
-        hub = _import("huggingface_hub", "BertScore", BERTSCORE_HINT)
+        hub = require("huggingface_hub", extra="bertscore", what="BertScore")
         try:
             return str(hub.snapshot_download(name, local_files_only=True))
         except Exception as exc:  # LocalEntryNotFoundError, HFValidationError, ...

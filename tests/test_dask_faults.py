@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("distributed", reason='needs the dask extra: pip install "ragbridge[dask]"')
+pytest.importorskip("distributed", reason='needs the dask extra: pip install ".[dask]"')
 
 from fake_openai import FakeOpenAI
 

@@ -37,7 +37,7 @@ for _module, _extra in [
         _found = False
     if not _found:
         pytest.skip(
-            f'{_module} is not installed (pip install "ragbridge[{_extra}]")',
+            f'{_module} is not installed (pip install ".[{_extra}]")',
             allow_module_level=True,
         )
 
@@ -440,8 +440,8 @@ def test_a_missing_framework_names_the_extra() -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
     assert len(lines) == 2
-    assert 'pip install "ragbridge[langchain]"' in lines[0]
-    assert 'pip install "ragbridge[llamaindex]"' in lines[1]
+    assert 'pip install ".[langchain]" (in your ragbridge clone)' in lines[0]
+    assert 'pip install ".[llamaindex]" (in your ragbridge clone)' in lines[1]
 
 
 _ANSWER_IN_A_FRESH_PROCESS = """

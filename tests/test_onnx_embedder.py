@@ -26,7 +26,7 @@ import pytest
 if missing := [m for m in ("onnxruntime", "onnx", "tokenizers") if not importlib.util.find_spec(m)]:
     pytest.skip(
         f"{', '.join(missing)} not installed: the onnx backend needs the local extra "
-        '(pip install "ragbridge[local]")',
+        '(pip install ".[local]")',
         allow_module_level=True,
     )
 

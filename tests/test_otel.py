@@ -368,4 +368,5 @@ def test_import_without_opentelemetry_names_the_extra() -> None:
         """
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert 'pip install "ragbridge[otel]"' in out.stdout
+    assert 'pip install ".[otel]" (in your ragbridge clone)' in out.stdout
+    assert "needs opentelemetry-api" in out.stdout

@@ -341,8 +341,8 @@ def test_missing_libraries_name_the_extra() -> None:
     assert STRINGS_HINT in messages["bleu"]
     assert BERTSCORE_HINT in messages["bert"]
     assert messages["em"] is None  # EM and token F1 need no library
-    assert STRINGS_HINT == 'pip install "ragbridge[strings]"'
-    assert BERTSCORE_HINT == 'pip install "ragbridge[bertscore]"'
+    assert STRINGS_HINT == 'pip install ".[strings]" (in your ragbridge clone)'
+    assert BERTSCORE_HINT == 'pip install ".[bertscore]" (in your ragbridge clone)'
 
 
 def test_import_is_light() -> None:

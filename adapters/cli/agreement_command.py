@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli.argtypes import number
+from ragbridge.adapters.cli.commands import add_command
 from ragbridge.adapters.cli.errors import EXIT_FAILED, EXIT_OK, UserError
 from ragbridge.adapters.cli.options import (
     _positive_int,
@@ -40,6 +42,7 @@ from ragbridge.adapters.cli.options import (
 )
 from ragbridge.adapters.cli.paths import check_cache, check_distinct, check_input, check_output
 from ragbridge.adapters.cli.plural import plural
+from ragbridge.adapters.cli.tables import aligned
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds this parser without them
     from ragbridge.core.labels.agreement import AgreementTable, MetricAgreement
@@ -57,10 +60,10 @@ _SCORING_FLAGS = ("judge", "embedder", "nli", "cache", "base_url")
 
 
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser(
+    parser = add_command(
+        sub,
         "agreement",
-        help="judge metrics against human labels: kappa, Spearman, AUROC, threshold",
-        description="Compare judge metrics with human labels: Cohen's kappa at the default "
+        "Compare judge metrics with human labels: Cohen's kappa at the default "
         "threshold (0.5) and at the best-matching one, Spearman against the graded answers, "
         "AUROC, and the confusion matrix. Either a results file (ragbridge eval --out) with "
         "--labels, or --dataset NAME PATH to score a public labelled set (FaithBench dev, "
@@ -123,14 +126,7 @@ def register(sub: Any) -> None:
     parser.set_defaults(handler=_run)
 
 
-def _unit(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must lie within [0, 1], got {text}")
-    return value
+_unit = number(lambda t: 0.0 <= t <= 1.0, "must lie within [0, 1], got {text}")
 
 
 # --------------------------------------------------------------------------- the command
@@ -447,11 +443,7 @@ def table_lines(table: AgreementTable) -> list[str]:
                 row.positive,
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = [head]
-    lines += [
-        "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows
-    ]
+    lines = [head, *aligned(rows)]
     lines += [
         f"positive: the people's yes; the judge says yes when score > t (hallucination: < t); "
         f"t = {t0} or the best cut,",

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli.commands import add_command
 from ragbridge.adapters.cli.errors import EXIT_OK, UserError
 from ragbridge.adapters.cli.paths import check_distinct, check_input, check_output
 from ragbridge.adapters.cli.plural import noun, plural
@@ -30,10 +31,10 @@ if TYPE_CHECKING:
 
 
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser(
+    parser = add_command(
+        sub,
         "annotate",
-        help="export results as annotation tasks (JSONL, HTML form); import labels",
-        description="Human evaluation: export a sample of results as annotation tasks and a "
+        "Human evaluation: export a sample of results as annotation tasks and a "
         "self-contained HTML form; import the labels people saved from it.",
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")

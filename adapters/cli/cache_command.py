@@ -29,20 +29,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli.argtypes import number
+from ragbridge.adapters.cli.commands import add_command
 from ragbridge.adapters.cli.errors import EXIT_OK, UserError
 from ragbridge.adapters.cli.plural import plural
+from ragbridge.adapters.cli.tables import aligned
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds this parser without them
-    from ragbridge.core.cache.disk import Cache, ReplyRow
+    from ragbridge.core.cache.disk import Cache
+    from ragbridge.core.cache.stored import ReplyRow
 
 __all__ = ["register", "run_cache"]
 
 
 def register(sub: Any) -> None:
-    cache: argparse.ArgumentParser = sub.add_parser(
+    cache = add_command(
+        sub,
         "cache",
-        help="inspect or prune a judge cache file (stats, prune --failed/--old-prompts/...)",
-        description="Show what a ragbridge cache file holds, or remove entries that are "
+        "Show what a ragbridge cache file holds, or remove entries that are "
         "failed, answer an old prompt version, or are older than a number of days.",
     )
     cache.add_argument("path", metavar="PATH", help="the cache file (e.g. the --cache of a run)")
@@ -75,14 +79,11 @@ def register(sub: Any) -> None:
     cache.set_defaults(handler=run_cache, action=None)
 
 
-def _days(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of days, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number of days >= 0, got {text!r}")
-    return value
+_days = number(
+    lambda days: math.isfinite(days) and days >= 0,
+    "expected a number of days >= 0, got {text!r}",
+    expected="a number of days",
+)
 
 
 def run_cache(args: argparse.Namespace) -> int:
@@ -139,13 +140,13 @@ def _stats(cache: Cache, path: Path) -> int:
             rows.append(
                 (g.model, g.template_id, version, str(g.count), _size(g.text_bytes), _day(g.newest))
             )
-        console.say("replies:", *_table(rows))
+        console.say("replies:", *aligned(rows, indent="  "))
     if groups.embeddings:
         vector_rows: list[tuple[str, ...]] = [("model", "dim", "vectors", "size", "")]
         for e in groups.embeddings:
             unknown = f"{e.unknown_age} of unknown age" if e.unknown_age else ""
             vector_rows.append((e.model, str(e.dim), str(e.count), _size(e.vector_bytes), unknown))
-        console.say("embeddings:", *_table(vector_rows))
+        console.say("embeddings:", *aligned(vector_rows, indent="  "))
     return EXIT_OK
 
 
@@ -165,49 +166,59 @@ def _prune(cache: Cache, path: Path, args: argparse.Namespace) -> int:
     if args.failed or args.old_prompts:
         rows = list(cache.reply_rows())
         if args.failed:
-            failed, unchecked = failed_replies(rows)
-            lines.append(
-                f"{verb} {len(failed)} failed of {plural(len(rows), 'reply', 'replies')}"
-                + (
-                    f" ({unchecked} checked for parsing only: stored before checks)"
-                    if unchecked
-                    else ""
-                )
-            )
-            if not args.dry_run:
-                cache.delete_replies([r.key for r in failed])
-            gone = {r.key for r in failed}
-            rows = [r for r in rows if r.key not in gone]
+            rows = _prune_failed(cache, rows, verb, args.dry_run, lines)
         if args.old_prompts:
-            old = old_prompt_replies(rows)
-            lines.append(f"{verb} {plural(len(old), 'reply', 'replies')} to old prompt versions")
-            if not args.dry_run:
-                cache.delete_replies([r.key for r in old])
-            codes = current_codes()
-            stale = sum(n for code, n in cache.result_codes().items() if code not in codes)
-            lines.append(f"{verb} {plural(stale, 'kept result')} of other code versions")
-            if not args.dry_run:
-                cache.delete_results(keep_codes=codes)
+            _prune_old_prompts(cache, rows, verb, args.dry_run, lines)
     if args.older_than is not None:
-        cutoff = time.time() - args.older_than * 86400.0
-        if args.dry_run:
-            replies = sum(
-                1 for r in cache.reply_rows() if r.created is not None and r.created < cutoff
-            )
-            lines.append(
-                f"{verb} {plural(replies, 'reply', 'replies')} older than {_age(args.older_than)}"
-            )
-        else:
-            replies, vectors = cache.delete_older_than(cutoff)
-            lines.append(
-                f"{verb} {plural(replies, 'reply', 'replies')} and "
-                f"{plural(vectors, 'embedding')} older than {_age(args.older_than)}"
-            )
+        lines.append(_prune_older(cache, args.older_than, verb, args.dry_run))
     if not args.dry_run:
         cache.vacuum()
         lines.append(f"{path}: {_size(before)} -> {_size(_file_bytes(path))}")
     console.say(*lines)
     return EXIT_OK
+
+
+def _prune_failed(
+    cache: Cache, rows: list[ReplyRow], verb: str, dry_run: bool, lines: list[str]
+) -> list[ReplyRow]:
+    """Remove the replies that fail today's checks (`failed_replies`); the rows left."""
+    failed, unchecked = failed_replies(rows)
+    lines.append(
+        f"{verb} {len(failed)} failed of {plural(len(rows), 'reply', 'replies')}"
+        + (f" ({unchecked} checked for parsing only: stored before checks)" if unchecked else "")
+    )
+    if not dry_run:
+        cache.delete_replies([r.key for r in failed])
+    gone = {r.key for r in failed}
+    return [r for r in rows if r.key not in gone]
+
+
+def _prune_old_prompts(
+    cache: Cache, rows: list[ReplyRow], verb: str, dry_run: bool, lines: list[str]
+) -> None:
+    """Remove replies to old template versions, and kept Scores of other code versions."""
+    old = old_prompt_replies(rows)
+    lines.append(f"{verb} {plural(len(old), 'reply', 'replies')} to old prompt versions")
+    if not dry_run:
+        cache.delete_replies([r.key for r in old])
+    codes = current_codes()
+    stale = sum(n for code, n in cache.result_codes().items() if code not in codes)
+    lines.append(f"{verb} {plural(stale, 'kept result')} of other code versions")
+    if not dry_run:
+        cache.delete_results(keep_codes=codes)
+
+
+def _prune_older(cache: Cache, days: float, verb: str, dry_run: bool) -> str:
+    """Remove (or, dry, count) what was stored more than ``days`` days ago."""
+    cutoff = time.time() - days * 86400.0
+    if dry_run:
+        replies = sum(1 for r in cache.reply_rows() if r.created is not None and r.created < cutoff)
+        return f"{verb} {plural(replies, 'reply', 'replies')} older than {_age(days)}"
+    replies, vectors = cache.delete_older_than(cutoff)
+    return (
+        f"{verb} {plural(replies, 'reply', 'replies')} and "
+        f"{plural(vectors, 'embedding')} older than {_age(days)}"
+    )
 
 
 def current_codes() -> set[str]:
@@ -226,7 +237,7 @@ def failed_replies(rows: Iterable[ReplyRow]) -> tuple[list[ReplyRow], int]:
     Replies to templates that are not ragbridge's (RAGAS's or DeepEval's prompts, parsed by
     their frameworks) fail only when empty.
     """
-    from ragbridge.core.judging.engine import parse_reply
+    from ragbridge.core.judging.reply_parse import parse_reply
     from ragbridge.core.prompts import get
     from ragbridge.core.prompts.testset import TESTSET_TEMPLATES
 
@@ -299,10 +310,3 @@ def _day(when: float | None) -> str:
     if when is None:
         return "?"
     return datetime.fromtimestamp(when, tz=timezone.utc).strftime("%Y-%m-%d")
-
-
-def _table(rows: list[tuple[str, ...]]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return [
-        "  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
-    ]

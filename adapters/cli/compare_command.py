@@ -17,7 +17,8 @@ import argparse
 from typing import Any
 
 from ragbridge.adapters.cli import console
-from ragbridge.adapters.cli.errors import EXIT_ABORTED, EXIT_USAGE, UserError
+from ragbridge.adapters.cli.commands import add_command
+from ragbridge.adapters.cli.errors import EXIT_USAGE, UserError
 from ragbridge.adapters.cli.options import (
     LOCAL_EXTRA,
     add_scoring_options,
@@ -29,6 +30,7 @@ from ragbridge.adapters.cli.options import (
     settings_from,
 )
 from ragbridge.adapters.cli.outcome import report_outcome
+from ragbridge.adapters.cli.outputs import Written
 from ragbridge.adapters.cli.paths import check_input
 from ragbridge.adapters.cli.plural import noun, plural
 
@@ -53,10 +55,10 @@ MEASURE_NAMES: tuple[str, ...] = (
 
 
 def register(sub: Any) -> None:
-    cmp: argparse.ArgumentParser = sub.add_parser(
+    cmp = add_command(
+        sub,
         "compare",
-        help="score one eval set with ragbridge, RAGAS and DeepEval and compare the scores",
-        description="Run each framework's version of the same measures on DATA.jsonl, on the "
+        "Run each framework's version of the same measures on DATA.jsonl, on the "
         "same judge and cache, and compare them: means, correlations, disagreements, edge "
         "cases, cost. Pairs that cannot run (no judge, no such metric) are listed as skipped.",
     )
@@ -92,7 +94,6 @@ def _names(text: str, option: str, known: tuple[str, ...]) -> list[str]:
 def run_compare(args: argparse.Namespace) -> int:
     from ragbridge.adapters.cli.eval_command import check_paths
     from ragbridge.adapters.compare import FRAMEWORKS, MEASURES, compare_frameworks_on
-    from ragbridge.core.files import write_text_atomic
 
     frameworks = _names(args.frameworks, "--frameworks", FRAMEWORKS)
     measures = _names(args.measures, "--measures", MEASURES) if args.measures else None
@@ -122,29 +123,23 @@ def run_compare(args: argparse.Namespace) -> int:
             f"installed: {LOCAL_EXTRA}, or pass --embedder SPEC"
         ) from None
     comparison = run.comparison
-    written: list[str] = []
-    problems: list[str] = []
+    files = Written()
     if args.out:  # files first: a closed stdout must not cost the results
-        try:
-            write_text_atomic(args.out, comparison.model_dump_json(indent=2))
-            written.append(args.out)
-        except (OSError, ValueError) as exc:
-            problems.append(f"--out {args.out}: not written: {exc}")
+        files.write_text("--out", args.out, lambda: comparison.model_dump_json(indent=2))
     if args.report:
         from ragbridge.adapters.report import render_report
 
-        try:
-            html = render_report(
+        files.write_text(
+            "--report",
+            args.report,
+            lambda: render_report(
                 run.evaluations,
                 samples=samples,
                 comparison=comparison,
                 title="ragbridge framework comparison",
                 generated_by="ragbridge compare",
-            )
-            write_text_atomic(args.report, html)
-            written.append(args.report)
-        except (OSError, ValueError) as exc:
-            problems.append(f"--report {args.report}: not written: {exc}")
+            ),
+        )
     head = (
         f"{plural(comparison.n_samples, 'sample')}; "
         f"frameworks: {', '.join(run.evaluations) or 'none'}"
@@ -159,10 +154,6 @@ def run_compare(args: argparse.Namespace) -> int:
                 f"{usage.prompt_tokens:,} prompt {noun(usage.prompt_tokens, 'token')}"
             )
     lines.append(comparison.table())
-    console.say(*lines, *(f"wrote {p}" for p in written))
+    console.say(*lines, *files.lines())
     code = report_outcome(run.evaluations, max_failed_share=args.max_failed_share, source="compare")
-    for problem in problems:
-        console.error(problem)
-    if problems and code != EXIT_ABORTED:
-        code = EXIT_USAGE
-    return code
+    return files.settle(code, EXIT_USAGE)

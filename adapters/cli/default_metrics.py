@@ -112,7 +112,7 @@ class MetricsChoice:
 def _requires(name: str) -> tuple[str, ...]:
     """The fields measure ``name`` reads: its metric's ``requires`` and its registry entry's
     (a ranking metric checks its labels itself, so only the registry names them)."""
-    from ragbridge.adapters.cli.metric_names import parse_metric
+    from ragbridge.adapters.metric_choice import parse_metric
     from ragbridge.core.registry import REGISTRY, UnknownMeasureError
 
     metric = parse_metric(name)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragbridge.adapters._frameworks import framework_noise_off
 from ragbridge.adapters._hub import disable_hub
+from ragbridge.adapters.cli.commands import add_command
 from ragbridge.adapters.cli.console import note
 from ragbridge.adapters.cli.options import progress, summary_lines
 from ragbridge.adapters.cli.plural import plural
@@ -40,10 +41,10 @@ GENERATION = ["faithfulness:offline", "answer_relevance:offline", "context_recal
 
 
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser(
+    parser = add_command(
+        sub,
         "demo",
-        help="run the offline demo: two pipelines captured, scored, compared and reported",
-        description="Build a LangChain and a LlamaIndex pipeline over the shipped handbook, "
+        "Build a LangChain and a LlamaIndex pipeline over the shipped handbook, "
         "capture and score them offline, compare them, and write results, DeepEval and RAGAS "
         "files, a LangSmith experiment and the HTML report into --out.",
     )

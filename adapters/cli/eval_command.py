@@ -37,17 +37,13 @@ from ragbridge.adapters.cli import (
     cluster_command,
     console,
     history_command,
+    recording,
     repeat_command,
     split_command,
 )
+from ragbridge.adapters.cli.commands import add_command
 from ragbridge.adapters.cli.default_metrics import DefaultMetrics, FieldCounts, fit_default
-from ragbridge.adapters.cli.errors import (
-    EXIT_ABORTED,
-    EXIT_FAILED,
-    EXIT_OK,
-    EXIT_USAGE,
-    UserError,
-)
+from ragbridge.adapters.cli.errors import EXIT_OK, UserError
 from ragbridge.adapters.cli.options import (
     DEFAULT_METRICS,
     SampleScan,
@@ -66,30 +62,40 @@ from ragbridge.adapters.cli.options import (
     summary_lines,
 )
 from ragbridge.adapters.cli.outcome import report_outcome
+from ragbridge.adapters.cli.outputs import Written, write_failure_code
 from ragbridge.adapters.cli.paths import check_cache, check_distinct, check_input, check_output
 from ragbridge.adapters.cli.plural import noun, plural
+from ragbridge.adapters.cli.recording import history_config
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds these parsers without them
     from ragbridge.core.judging.judge import Embedder, EntailmentModel, Judge
     from ragbridge.core.metrics.base import Metric
-    from ragbridge.core.monitoring import RunRecord
     from ragbridge.core.monitoring.history import RunCellWriter
     from ragbridge.core.results.evaluation import Evaluation, Score
     from ragbridge.core.results.tally import Tally
     from ragbridge.core.sample import Sample
     from ragbridge.core.scoring.runner import OnResult
 
-__all__ = ["DEFAULT_METRICS", "LANGSMITH_METRICS", "Plan", "finish", "prepare", "register"]
+__all__ = [
+    "DEFAULT_METRICS",
+    "LANGSMITH_METRICS",
+    "Plan",
+    "finish",
+    "finish_file",
+    "history_config",  # where the history keeps a run's settings (`recording`)
+    "prepare",
+    "register",
+]
 
 LANGSMITH_METRICS = "faithfulness,answer_relevance"
 """What a runs export can support: runs hold question, answer and contexts, never labels."""
 
 
 def register(sub: Any) -> None:
-    ev: argparse.ArgumentParser = sub.add_parser(
+    ev = add_command(
+        sub,
         "eval",
-        help="score a JSONL eval set (offline providers unless --judge)",
-        description="Score the samples of a ragbridge JSONL file. Without --judge, metrics use "
+        "Score the samples of a ragbridge JSONL file. Without --judge, metrics use "
         "their offline (embedding/lexical) provider. Exit codes: 0 passed, 1 a metric failed "
         "its bar (--max-failed-share), 2 bad arguments or input, 3 judge or embedder unusable "
         "(the run stopped early, or every call failed for that one reason), 130 interrupted.",
@@ -103,10 +109,10 @@ def register(sub: Any) -> None:
     cluster_command.add_cluster_options(ev)
     ev.set_defaults(handler=run_eval)
 
-    run: argparse.ArgumentParser = sub.add_parser(
+    run = add_command(
+        sub,
         "run",
-        help="run a LangChain chain or LlamaIndex engine over an eval set, then score it",
-        description="Import PIPELINE (MODULE:OBJECT; a LangChain runnable or a LlamaIndex "
+        "Import PIPELINE (MODULE:OBJECT; a LangChain runnable or a LlamaIndex "
         "query engine, or a no-argument function returning one), run it on every question of "
         "DATA.jsonl while capturing what it retrieves, and score the result. DATA.jsonl is "
         "checked before the pipeline is imported.",
@@ -122,10 +128,10 @@ def register(sub: Any) -> None:
     split_command.add_heldout_options(run)
     run.set_defaults(handler=run_pipeline)
 
-    ls: argparse.ArgumentParser = sub.add_parser(
+    ls = add_command(
+        sub,
         "langsmith",
-        help="score runs exported from LangSmith (JSON or JSONL)",
-        description="Rebuild run trees from a LangSmith export, read question, answer and the "
+        "Rebuild run trees from a LangSmith export, read question, answer and the "
         "retriever child runs' documents from each root run, and score them. Runs carry no "
         "reference answers or relevance labels (those live on dataset examples), so the "
         f"default metrics are {LANGSMITH_METRICS}.",
@@ -139,10 +145,10 @@ def register(sub: Any) -> None:
     add_scoring_options(ls, default_metrics=LANGSMITH_METRICS)
     ls.set_defaults(handler=run_langsmith)
 
-    est: argparse.ArgumentParser = sub.add_parser(
+    est = add_command(
+        sub,
         "estimate",
-        help="dry run: judge calls, tokens and cost a judge evaluation would spend",
-        description="Count the judge calls and prompt tokens the metrics would spend on "
+        "Count the judge calls and prompt tokens the metrics would spend on "
         "DATA.jsonl (a cold run, no cache), without sending anything.",
     )
     est.add_argument("data", metavar="DATA.jsonl")
@@ -307,11 +313,7 @@ def finish(
     """
     from ragbridge.core.results.tally import Tally
 
-    written, failed_writes = _write_outputs(args, evaluation, samples, command, streamed)
-    if write_problems:
-        if any(p.startswith("--out") for p in write_problems):
-            written = [p for p in written if p != args.out]
-        failed_writes = [*write_problems, *failed_writes]
+    files = _write_outputs(args, evaluation, samples, command, streamed, write_problems or [])
     tally = streamed if streamed is not None else Tally.of(evaluation)
     head = f"{plural(n_samples, 'sample')}, {plural(len(tally.metrics), 'metric')}"
     stats = evaluation.metadata.get("judge_stats")
@@ -328,117 +330,43 @@ def finish(
     reused = evaluation.metadata.get("results_reused") or {}
     if reused.get("hits"):
         head += f"; {plural(reused['hits'], 'score')} reused from the cache"
-    console.say(head, *summary_lines(tally), *(f"wrote {p}" for p in written))
+    console.say(head, *summary_lines(tally), *files.lines())
     code = report_outcome(
         evaluation, max_failed_share=args.max_failed_share, source=command, tally=tally
     )
-    for problem in failed_writes:
-        console.error(problem)
-    if failed_writes and code != EXIT_ABORTED:
-        code = _write_failure_code(evaluation)
+    code = files.settle(code, write_failure_code(evaluation))
     if getattr(args, "history", None) and (streamed is None or cells is not None):
-        code = _record_history(
+        code = recording.record_history(
             args, evaluation, command=command, code=code, n_samples=n_samples,
             tally=streamed, cells=cells,
         )  # fmt: skip
     return code
 
 
-def _write_failure_code(evaluation: Evaluation) -> int:
-    """The exit code of a run whose results could not all be written (a full disk).
-
-    2 promises that nothing was paid: true only when no judge or embedding call was sent.
-    Once calls were paid the run failed (1), its error line says which file was not written,
-    and whatever could be written was.
-    """
-    paid = sum(
-        int((evaluation.metadata.get(key) or {}).get("calls") or 0)
-        for key in ("judge_stats", "embedding_stats")
-    )
-    return EXIT_FAILED if paid else EXIT_USAGE
-
-
-_OUTCOMES = {EXIT_OK: "passed", EXIT_FAILED: "failed", EXIT_USAGE: "error", EXIT_ABORTED: "aborted"}
-_NOT_CONFIG = frozenset(
-    {"handler", "command", "data", "runs", "out", "report", "history", "save_samples", "parts"}
-)
-
-
-def history_config(args: argparse.Namespace) -> dict[str, Any]:
-    """The settings of a run as the history keeps them: the flags that change how it scores
-    (metrics, judge, embedder, cache, limits, ...), not its input and output paths."""
-    from ragbridge.core.cache.backend import redact_url
-
-    config = {
-        key: value
-        for key, value in sorted(vars(args).items())
-        if key not in _NOT_CONFIG
-        and (value is None or isinstance(value, (str, int, float, bool, list)))
-    }
-    cache = config.get("cache")
-    if isinstance(cache, str):  # a cache URL's password stays out of the history
-        config["cache"] = redact_url(cache)
-    return config
-
-
-def _source(args: argparse.Namespace) -> str | None:
-    from ragbridge.core.monitoring.history import source_name
-
-    path = getattr(args, "data", None) or getattr(args, "runs", None)
-    return source_name(path) if path else None
-
-
-def _history_metadata(code: int, n_samples: int) -> dict[str, Any]:
-    from ragbridge.core.monitoring.history import git_dirty
-
-    return {
-        "exit_code": code,
-        "outcome": _OUTCOMES.get(code, f"exit {code}"),
-        "n_samples": n_samples,
-        "git_dirty": git_dirty(),
-    }
-
-
-def _record_history(
+def finish_file(
     args: argparse.Namespace,
     evaluation: Evaluation,
+    data: Path,
+    count: int,
     *,
-    command: str,
-    code: int,
-    n_samples: int,
-    tally: Tally | None,
-    cells: RunCellWriter | None,
+    streamed: Tally | None = None,
+    write_problems: list[str] | None = None,
+    cells: RunCellWriter | None = None,
 ) -> int:
-    """Record the finished run; a store that cannot take it is an error line (exit 2)."""
-    import sqlite3
+    """`finish` of an ``eval`` of the file ``data`` (``count`` samples): what ``--report``
+    shows is read from the file again, not held through the run."""
+    from ragbridge.core.sample import load_samples
 
-    from ragbridge.core.monitoring.history import git_commit, record_run, run_record
-
-    options: dict[str, Any] = {
-        "command": command,
-        "source": _source(args),
-        "config": history_config(args),
-        "commit": git_commit(),
-        "metadata": _history_metadata(code, n_samples),
-    }
-    try:
-        if cells is not None:
-            run = cells.finish(run_record(evaluation, tally=tally, **options))
-        else:
-            with history_command.open_store(args.history) as store:
-                run = record_run(store, evaluation, **options)
-    except (OSError, ValueError, sqlite3.Error) as exc:
-        console.error(f"--history {args.history}: the run was not recorded: {exc}")
-        return code if code == EXIT_ABORTED else _write_failure_code(evaluation)
-    console.say(f"recorded run {run.run_id} in {args.history}")
-    return code
-
-
-def history_metadata(args: argparse.Namespace) -> dict[str, Any]:
-    """With ``--history``: the id the run will be recorded under, for the results header."""
-    from ragbridge.core.monitoring.history import RUN_ID_KEY, new_run_id
-
-    return {RUN_ID_KEY: new_run_id()} if getattr(args, "history", None) else {}
+    return finish(
+        args,
+        evaluation,
+        n_samples=count,
+        samples=lambda: load_samples(data),
+        command="eval",
+        streamed=streamed,
+        write_problems=write_problems,
+        cells=cells,
+    )
 
 
 def _write_outputs(
@@ -447,55 +375,34 @@ def _write_outputs(
     samples: Callable[[], Iterable[Sample]],
     command: str,
     streamed: Tally | None,
-) -> tuple[list[str], list[str]]:
-    written: list[str] = []
-    problems: list[str] = []
+    problems: list[str],
+) -> Written:
+    """Write ``--out`` (unless the cells streamed there already) and ``--report``.
+
+    ``problems`` are what went wrong while streaming (``--out``, ``--history``): they come
+    first, and a streamed ``--out`` that failed is not reported as written.
+    """
+    files = Written(problems=list(problems))
     if args.out and streamed is not None:
-        written.append(args.out)
+        if not any(p.startswith("--out") for p in problems):
+            files.paths.append(args.out)
     elif args.out:
-        try:
-            evaluation.to_jsonl(args.out)
-            written.append(args.out)
-        except (OSError, ValueError) as exc:
-            problems.append(f"--out {args.out}: not written: {exc}")
+        files.write("--out", args.out, evaluation.to_jsonl)
     if args.report:
         from ragbridge.adapters.report import render_report
-        from ragbridge.core.files import write_text_atomic
 
-        try:
-            html = render_report(
+        files.write_text(
+            "--report",
+            args.report,
+            lambda: render_report(
                 evaluation,
                 samples=list(samples()),
                 generated_by=f"ragbridge {command}",
                 source=getattr(args, "data", None) or getattr(args, "runs", None),
-                history=_report_history(args, evaluation, command),
-            )
-            write_text_atomic(args.report, html)
-            written.append(args.report)
-        except (OSError, ValueError) as exc:
-            problems.append(f"--report {args.report}: not written: {exc}")
-    return written, problems
-
-
-def _report_history(
-    args: argparse.Namespace, evaluation: Evaluation, command: str
-) -> list[RunRecord] | None:
-    """The report's trend charts when ``--history`` is given: the runs recorded over the same
-    input, then this run (its outcome is not known yet)."""
-    import sqlite3
-
-    from ragbridge.core.monitoring.history import git_commit, run_record
-
-    if not getattr(args, "history", None):
-        return None
-    source = _source(args)
-    try:
-        with history_command.open_store(args.history) as store:
-            runs: list[RunRecord] = store.runs(source=source)
-    except (UserError, sqlite3.Error) as exc:
-        raise ValueError(f"cannot read --history: {exc}") from None
-    current = run_record(evaluation, command, source, history_config(args), git_commit())
-    return [*runs, current]
+                history=recording.report_history(args, evaluation, command),
+            ),
+        )
+    return files
 
 
 def _save_samples(args: argparse.Namespace, samples: list[Sample]) -> None:
@@ -528,18 +435,12 @@ def run_eval(args: argparse.Namespace) -> int:
         console.note(warning)
     heldout = split_command.check_heldout(args, data)
     metadata = {"heldout": heldout} if heldout else {}
-    metadata.update(history_metadata(args))
+    metadata.update(recording.history_metadata(args))
     if args.repeat > 1:
         return repeat_command.run_repeated(args, plan, data, scan.count, metadata)
     if args.report:  # the report needs every cell at hand
         evaluation = score(args, plan, load_samples(data), scan.count, metadata=metadata, data=data)
-        return finish(
-            args,
-            evaluation,
-            n_samples=scan.count,
-            samples=lambda: load_samples(data),
-            command="eval",
-        )
+        return finish_file(args, evaluation, data, scan.count)
     return _stream_eval(args, plan, data, scan.count, metadata)
 
 
@@ -623,15 +524,8 @@ def _stream_into(
                 writer.close(evaluation.metadata)
             except (OSError, ValueError) as exc:
                 problems.append(f"--out {args.out}: not written: {exc}")
-    return finish(
-        args,
-        evaluation,
-        n_samples=count,
-        samples=lambda: load_samples(data),
-        command="eval",
-        streamed=tally,
-        write_problems=problems,
-        cells=history[0],
+    return finish_file(
+        args, evaluation, data, count, streamed=tally, write_problems=problems, cells=history[0]
     )
 
 
@@ -649,7 +543,7 @@ def run_pipeline(args: argparse.Namespace) -> int:
     _warn_self_judging(samples, plan.judge)
     metadata = {"heldout": heldout} if heldout else {}
     evaluation = score(
-        args, plan, samples, len(samples), metadata={**metadata, **history_metadata(args)}
+        args, plan, samples, len(samples), metadata={**metadata, **recording.history_metadata(args)}
     )
     return finish(args, evaluation, n_samples=len(samples), samples=lambda: samples, command="run")
 
@@ -685,7 +579,7 @@ def run_langsmith(args: argparse.Namespace) -> int:
     samples = samples_from_runs(runs, retriever=args.retriever)
     _save_samples(args, samples)
     _warn_self_judging(samples, plan.judge)
-    evaluation = score(args, plan, samples, len(samples), metadata=history_metadata(args))
+    evaluation = score(args, plan, samples, len(samples), metadata=recording.history_metadata(args))
     return finish(
         args, evaluation, n_samples=len(samples), samples=lambda: samples, command="langsmith"
     )

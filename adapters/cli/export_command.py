@@ -19,6 +19,7 @@ import json
 from typing import Any
 
 from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli.commands import add_command
 from ragbridge.adapters.cli.errors import EXIT_OK
 from ragbridge.adapters.cli.options import read_samples
 from ragbridge.adapters.cli.paths import check_input, check_output
@@ -27,12 +28,12 @@ from ragbridge.adapters.cli.plural import plural
 FORMATS = ("ragas", "deepeval", "langsmith-examples")
 
 
+DESCRIPTION = "Convert a ragbridge JSONL eval set into another framework's file format."
+"""What ``ragbridge export --help`` says the command does."""
+
+
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser(
-        "export",
-        help="write an eval set in RAGAS, DeepEval or LangSmith-examples format",
-        description="Convert a ragbridge JSONL eval set into another framework's file format.",
-    )
+    parser = add_command(sub, "export", DESCRIPTION)
     parser.add_argument("data", metavar="DATA.jsonl")
     parser.add_argument("--to", required=True, choices=FORMATS, help="target format")
     parser.add_argument("out", metavar="OUT", help="file to write")

@@ -24,11 +24,12 @@ Exit codes: 0 pass, 1 gate failed, 2 bad arguments or files.
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbridge.adapters.cli import console, history_command, split_command
+from ragbridge.adapters.cli.argtypes import require_non_negative, require_open_share
+from ragbridge.adapters.cli.commands import add_command
 from ragbridge.adapters.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UserError
 from ragbridge.adapters.cli.paths import check_input
 
@@ -38,10 +39,10 @@ if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds this parser 
 
 
 def register(sub: Any) -> None:
-    gate: argparse.ArgumentParser = sub.add_parser(
+    gate = add_command(
+        sub,
         "gate",
-        help="exit 1 on a missed threshold or a significant regression against a baseline",
-        description="Check a results JSONL (from `ragbridge eval --out`) against thresholds "
+        "Check a results JSONL (from `ragbridge eval --out`) against thresholds "
         "and, optionally, a baseline results file. Exit 0 when every check passes, 1 otherwise.",
     )
     gate.add_argument("results", metavar="results.jsonl")
@@ -118,13 +119,6 @@ def _thresholds(specs: list[str], evaluation: Evaluation) -> dict[str, float]:
             )
         out[name] = number
     return out
-
-
-def _check_numbers(args: argparse.Namespace) -> None:
-    if not (math.isfinite(args.alpha) and 0.0 < args.alpha < 1.0):
-        raise UserError(f"--alpha must lie within (0, 1), got {args.alpha}")
-    if not (math.isfinite(args.max_drop) and args.max_drop >= 0):
-        raise UserError(f"--max-drop must be a finite number >= 0, got {args.max_drop}")
 
 
 def threshold_line(name: str, mean: float | None, wanted: float, up: bool) -> tuple[bool, str]:
@@ -205,54 +199,26 @@ def _heldout(args: argparse.Namespace, recorded: Any) -> tuple[list[str], int]:
 
 
 def run_gate(args: argparse.Namespace) -> int:
-    from ragbridge.core.results.stats import compare
-
     if not (args.threshold or args.baseline or args.strict or args.data):
         raise UserError(
             "nothing to check: give --threshold METRIC=VALUE, --baseline FILE, --strict "
             "or --data DATA.jsonl"
         )
-    _check_numbers(args)
+    require_open_share("--alpha", args.alpha)
+    require_non_negative("--max-drop", args.max_drop)
     if args.history:
         inputs = [Path(p) for p in (args.results, args.baseline, args.data) if p]
         history_command.check_history(args.history, inputs=inputs)
     current = _load(args.results, "results")
     thresholds = _thresholds(args.threshold, current)
-    summary = current.summary()
-    failed = 0
-    lines: list[str] = []
-    aborted = current.metadata.get("aborted")
-    if aborted:
-        failed += 1
-        lines.append(f"✗ the run was stopped early: {aborted}")
-    heldout_lines, heldout_failed = _heldout(args, current.metadata.get("heldout"))
-    lines += heldout_lines
-    failed += heldout_failed
-    for name, wanted in thresholds.items():
-        ok, line = threshold_line(name, summary[name].mean, wanted, higher_is_better(name))
-        failed += not ok
-        lines.append(line)
-    if args.baseline:
-        base = _load(args.baseline, "baseline")
-        chosen = None
-        if args.metrics:
-            chosen = [m.strip() for m in args.metrics.split(",") if m.strip()]
-        try:
-            comparisons = compare(base, current, metrics=chosen)
-        except ValueError as exc:
-            raise UserError(f"cannot compare with the baseline: {exc}") from None
-        if not comparisons:
-            raise UserError("the results and the baseline share no metric")
-        for name, c in comparisons.items():
-            if c.diff is None or c.mean_a is None or c.mean_b is None:
-                lines.append(f"? {name}: no sample scored in both runs")
-                continue
-            up = higher_is_better(name)
-            worse = -c.diff if up else c.diff
-            significant = c.p_value is not None and c.p_value < args.alpha
-            regressed = worse > args.max_drop and significant
-            failed += regressed
-            lines.append(_baseline_line(name, c, up, regressed, args))
+    checks = [  # each: its lines, in the order printed, and how many of them missed
+        _aborted_lines(current),
+        _heldout(args, current.metadata.get("heldout")),
+        _threshold_lines(current, thresholds),
+        _baseline_lines(args, current),
+    ]
+    lines = [line for found, _ in checks for line in found]
+    failed = sum(missed for _, missed in checks)
     code = EXIT_FAILED if failed else EXIT_OK
     if failed:
         lines.append(f"gate failed: {failed} check{'s' if failed > 1 else ''} missed")
@@ -262,6 +228,56 @@ def run_gate(args: argparse.Namespace) -> int:
     if args.history:
         code = _record(args, current, lines, failed, code)
     return code
+
+
+def _aborted_lines(current: Evaluation) -> tuple[list[str], int]:
+    """A run stopped early (its header carries ``aborted``) fails the gate."""
+    aborted = current.metadata.get("aborted")
+    return ([f"✗ the run was stopped early: {aborted}"], 1) if aborted else ([], 0)
+
+
+def _threshold_lines(current: Evaluation, thresholds: dict[str, float]) -> tuple[list[str], int]:
+    """One line per ``--threshold``: the mean found against the one required."""
+    summary = current.summary()
+    lines: list[str] = []
+    failed = 0
+    for name, wanted in thresholds.items():
+        ok, line = threshold_line(name, summary[name].mean, wanted, higher_is_better(name))
+        failed += not ok
+        lines.append(line)
+    return lines, failed
+
+
+def _baseline_lines(args: argparse.Namespace, current: Evaluation) -> tuple[list[str], int]:
+    """With ``--baseline``: one line per shared metric; a regression is a drop larger than
+    ``--max-drop`` that the paired test finds significant."""
+    from ragbridge.core.results.stats import compare
+
+    if not args.baseline:
+        return [], 0
+    base = _load(args.baseline, "baseline")
+    chosen = None
+    if args.metrics:
+        chosen = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    try:
+        comparisons = compare(base, current, metrics=chosen)
+    except ValueError as exc:
+        raise UserError(f"cannot compare with the baseline: {exc}") from None
+    if not comparisons:
+        raise UserError("the results and the baseline share no metric")
+    lines: list[str] = []
+    failed = 0
+    for name, c in comparisons.items():
+        if c.diff is None or c.mean_a is None or c.mean_b is None:
+            lines.append(f"? {name}: no sample scored in both runs")
+            continue
+        up = higher_is_better(name)
+        worse = -c.diff if up else c.diff
+        significant = c.p_value is not None and c.p_value < args.alpha
+        regressed = worse > args.max_drop and significant
+        failed += regressed
+        lines.append(_baseline_line(name, c, up, regressed, args))
+    return lines, failed
 
 
 def _record(

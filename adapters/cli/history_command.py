@@ -20,16 +20,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli.argtypes import require_non_negative, require_open_share, whole_number
+from ragbridge.adapters.cli.commands import add_command
 from ragbridge.adapters.cli.errors import EXIT_OK, UserError
 from ragbridge.adapters.cli.paths import SQLITE_HEADER, check_output
 from ragbridge.adapters.cli.plural import plural
+from ragbridge.adapters.cli.tables import aligned
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds this parser without them
     from ragbridge.core.monitoring import MonitorStore, RunRecord
@@ -43,10 +45,10 @@ NOT_SCORING = frozenset({"concurrency", "max_failed_share", "max_retries", "time
 
 
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser(
+    parser = add_command(
+        sub,
         "history",
-        help="metrics over the runs recorded with --history, and which run changed them",
-        description="Show the runs recorded in a monitor store (ragbridge eval/run/langsmith/"
+        "Show the runs recorded in a monitor store (ragbridge eval/run/langsmith/"
         "gate ... --history PATH): per run its commit, outcome and each metric's mean ± half "
         "its 95% CI, oldest first; a run that changed a metric against the previous run of "
         "the same input (paired permutation test over the samples both scored, p < --alpha "
@@ -95,14 +97,7 @@ def add_history_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _limit(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
+_limit = whole_number(lambda n: n >= 0, "must be >= 0, got {value}")
 
 
 # --------------------------------------------------------------------------- the store file
@@ -168,20 +163,12 @@ def open_store(path: str | Path, flag: str = "--history") -> MonitorStore:
 
 
 def run_history(args: argparse.Namespace) -> int:
-    from ragbridge.core.monitoring.history import gate_runs, short_ids, source_name
+    from ragbridge.core.monitoring.history import gate_runs, short_ids
     from ragbridge.core.monitoring.history import run_history as history_rows
 
-    if not (math.isfinite(args.alpha) and 0.0 < args.alpha < 1.0):
-        raise UserError(f"--alpha must lie within (0, 1), got {args.alpha}")
-    if not (math.isfinite(args.min_effect) and args.min_effect >= 0):
-        raise UserError(f"--min-effect must be a finite number >= 0, got {args.min_effect}")
-    path = Path(args.store)
-    if not path.is_file():
-        raise UserError(
-            f"{args.store}: {'is a folder' if path.is_dir() else 'no such file'}; record runs "
-            f"with ragbridge eval DATA.jsonl --history {args.store}"
-        )
-    _probe(path, "")
+    require_open_share("--alpha", args.alpha)
+    require_non_negative("--min-effect", args.min_effect)
+    path = _store_file(args.store)
     with open_store(path, "") as store:
         runs = store.runs()
         ids = short_ids(r.run_id for r in runs)
@@ -189,18 +176,9 @@ def run_history(args: argparse.Namespace) -> int:
             return _show(store, args, ids)
         if not runs:
             return _empty(args, f"no runs recorded in {args.store} yet")
-        source = None
-        if args.source:
-            sources = list(dict.fromkeys(r.source for r in runs if r.source))
-            source = next(
-                (s for s in (args.source, source_name(args.source)) if s in sources), None
-            )
-            if source is None:
-                raise UserError(
-                    f"--source {args.source}: no run of it in {args.store} (recorded sources: "
-                    f"{', '.join(sources) or 'none'})"
-                )
-        metrics = _metrics(args.metric, [r for r in runs if source in (None, r.source)])
+        source = _source(args, runs)
+        everything = [r for r in runs if source in (None, r.source)]
+        metrics = _metrics(args.metric, everything)
         rows = history_rows(
             store,
             metrics=metrics,
@@ -209,18 +187,43 @@ def run_history(args: argparse.Namespace) -> int:
             alpha=args.alpha,
             min_effect=args.min_effect,
         )
-        everything = [r for r in runs if source in (None, r.source)]
     if not rows:
         return _empty(args, f"no run in {args.store} measured anything (only gate checks)")
     gates = gate_runs(everything)
     shown = metrics or list(dict.fromkeys(m for row in rows for m in row.points))
-    total = sum(1 for r in everything if r.summary)
     if args.json:
         console.say(json.dumps(_json(args, rows, shown, gates, source), indent=2))
-        return EXIT_OK
-    by_id = {r.run_id: r for r in everything}
-    console.say(*_table(args, rows, shown, gates, ids, source, total, by_id))
+    else:
+        console.say(*_table(args, rows, shown, gates, ids, source, everything))
     return EXIT_OK
+
+
+def _store_file(store: str) -> Path:
+    """The store the command reads: an existing monitor store (never created here)."""
+    path = Path(store)
+    if not path.is_file():
+        raise UserError(
+            f"{store}: {'is a folder' if path.is_dir() else 'no such file'}; record runs "
+            f"with ragbridge eval DATA.jsonl --history {store}"
+        )
+    _probe(path, "")
+    return path
+
+
+def _source(args: argparse.Namespace, runs: list[RunRecord]) -> str | None:
+    """The recorded source ``--source`` names (as given, or by its file name), or None."""
+    from ragbridge.core.monitoring.history import source_name
+
+    if not args.source:
+        return None
+    sources = list(dict.fromkeys(r.source for r in runs if r.source))
+    source = next((s for s in (args.source, source_name(args.source)) if s in sources), None)
+    if source is None:
+        raise UserError(
+            f"--source {args.source}: no run of it in {args.store} (recorded sources: "
+            f"{', '.join(sources) or 'none'})"
+        )
+    return source
 
 
 def _empty(args: argparse.Namespace, text: str) -> int:
@@ -293,27 +296,20 @@ def _table(
     gates: dict[str, list[RunRecord]],
     ids: dict[str, str],
     source: str | None,
-    total: int,
-    by_id: dict[str, RunRecord],
+    everything: list[RunRecord],
 ) -> list[str]:
+    """The runs as a table: a title line, a row per run, what the marks mean, the changes."""
     sources = list(dict.fromkeys(row.run.source or "—" for row in rows))
     many = len(sources) > 1
     where = source or (sources[0] if not many else f"{len(sources)} sources")
+    total = sum(1 for r in everything if r.summary)
     shown = f"the last {len(rows)} of {total} runs" if len(rows) < total else plural(total, "run")
-    lines = [f"{args.store}: {shown} of {where}, oldest first"]
     head = ["run", "time", "commit", "command", "outcome", "n"]
     if many:
         head.insert(3, "source")
-    table: list[list[str]] = [[*head, *metrics]]
-    for row in rows:
-        run = row.run
-        cells = [ids.get(run.run_id, run.run_id), _when(run.timestamp), _commit(run),
-                 run.command, _outcome(run, gates), _n(run)]  # fmt: skip
-        if many:
-            cells.insert(3, run.source or "—")
-        table.append([*cells, *(_cell(row.points.get(m)) for m in metrics)])
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]
+    table = [[*head, *metrics]]
+    table += [_row(row, metrics, gates, ids, many) for row in rows]
+    lines = [f"{args.store}: {shown} of {where}, oldest first", *aligned(table)]
     lines += [
         "mean ±half its 95% CI; ▲/▼ the run changed the metric against the previous run of its",
         f"source (paired test over the samples both scored: p < {args.alpha:g} and "
@@ -324,9 +320,26 @@ def _table(
     changes = [(row, p) for row in rows for m in metrics if (p := row.points.get(m)) and p.change]
     if not changes:
         lines.append("no run changed a metric significantly")
+    by_id = {r.run_id: r for r in everything}
     for row, point in changes:
         lines.append(_change_line(row.run, point, ids, by_id.get(point.previous_run_id or "")))
     return lines
+
+
+def _row(
+    row: HistoryRow,
+    metrics: list[str],
+    gates: dict[str, list[RunRecord]],
+    ids: dict[str, str],
+    many: bool,
+) -> list[str]:
+    """A run's cells: who, when, what, how it ended, then each metric (`_cell`)."""
+    run = row.run
+    cells = [ids.get(run.run_id, run.run_id), _when(run.timestamp), _commit(run),
+             run.command, _outcome(run, gates), _n(run)]  # fmt: skip
+    if many:
+        cells.insert(3, run.source or "—")
+    return [*cells, *(_cell(row.points.get(m)) for m in metrics)]
 
 
 def _change_line(
@@ -412,6 +425,19 @@ def _show(store: MonitorStore, args: argparse.Namespace, ids: dict[str, str]) ->
     if args.json:
         console.say(json.dumps(run.model_dump(mode="json"), indent=2, sort_keys=True))
         return EXIT_OK
+    skip = {"outcome", "exit_code", "checks", "results_run", "git_dirty", "metrics"}
+    console.say(
+        *_run_head(run, ids),
+        *_summary_table(run.summary),
+        *_keyed("config", run.config),
+        *_keyed("metadata", {k: v for k, v in run.metadata.items() if k not in skip}),
+    )
+    return EXIT_OK
+
+
+def _run_head(run: RunRecord, ids: dict[str, str]) -> list[str]:
+    """What ran, when, on what, and how it ended; for a gate, the run it checked and its
+    checks."""
     dirty = " (uncommitted changes)" if run.metadata.get("git_dirty") else ""
     lines = [
         f"run {run.run_id}",
@@ -424,37 +450,36 @@ def _show(store: MonitorStore, args: argparse.Namespace, ids: dict[str, str]) ->
     checked = run.metadata.get("results_run")
     if isinstance(checked, str):
         lines.append(f"checked  run {ids.get(checked, checked)}")
-    for check in run.metadata.get("checks") or []:
-        lines.append(f"  {check}")
-    if run.summary:
-        table = [["metric", "mean", "95% CI", "scored", "failed", "skipped", "provider"]]
-        for metric, s in run.summary.items():
-            mean, low, high = s.get("mean"), s.get("ci_low"), s.get("ci_high")
-            table.append(
-                [
-                    metric,
-                    "—" if mean is None else f"{mean:.3f}",
-                    "—" if low is None or high is None else f"[{low:.3f}, {high:.3f}]",
-                    str(s.get("n_scored", 0)),
-                    str(s.get("n_failed", 0)),
-                    str(s.get("n_skipped", 0)),
-                    str(s.get("provider") or "—"),
-                ]
-            )
-        widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-        lines += [
-            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table
-        ]
-    if run.config:
-        lines.append("config")
-        lines += [f"  {k}: {_value(v)}" for k, v in sorted(run.config.items())]
-    skip = {"outcome", "exit_code", "checks", "results_run", "git_dirty", "metrics"}
-    extra = {k: v for k, v in run.metadata.items() if k not in skip}
-    if extra:
-        lines.append("metadata")
-        lines += [f"  {k}: {_value(v)}" for k, v in sorted(extra.items())]
-    console.say(*lines)
-    return EXIT_OK
+    lines += [f"  {check}" for check in run.metadata.get("checks") or []]
+    return lines
+
+
+def _summary_table(summary: dict[str, dict[str, Any]]) -> list[str]:
+    """A recorded summary, one metric a row: mean, CI, counts and provider."""
+    if not summary:
+        return []
+    table = [["metric", "mean", "95% CI", "scored", "failed", "skipped", "provider"]]
+    for metric, s in summary.items():
+        mean, low, high = s.get("mean"), s.get("ci_low"), s.get("ci_high")
+        table.append(
+            [
+                metric,
+                "—" if mean is None else f"{mean:.3f}",
+                "—" if low is None or high is None else f"[{low:.3f}, {high:.3f}]",
+                str(s.get("n_scored", 0)),
+                str(s.get("n_failed", 0)),
+                str(s.get("n_skipped", 0)),
+                str(s.get("provider") or "—"),
+            ]
+        )
+    return aligned(table)
+
+
+def _keyed(title: str, values: dict[str, Any]) -> list[str]:
+    """``title`` and one ``  key: value`` line per entry, sorted; nothing when empty."""
+    if not values:
+        return []
+    return [title, *(f"  {k}: {_value(v)}" for k, v in sorted(values.items()))]
 
 
 def _value(value: Any) -> str:

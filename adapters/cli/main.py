@@ -14,79 +14,8 @@ from collections.abc import Sequence
 from importlib import import_module
 from typing import Any, NoReturn
 
+from ragbridge.adapters.cli.commands import COMMANDS
 from ragbridge.adapters.cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError
-
-COMMANDS: tuple[tuple[str, str, str], ...] = (
-    (
-        "agreement",
-        "agreement_command",
-        "judge metrics against human labels: kappa, Spearman, AUROC, threshold",
-    ),
-    (
-        "annotate",
-        "annotate_command",
-        "export results as annotation tasks (JSONL, HTML form); import labels",
-    ),
-    (
-        "cache",
-        "cache_command",
-        "inspect or prune a judge cache file (stats, prune --failed/--old-prompts/...)",
-    ),
-    (
-        "compare",
-        "compare_command",
-        "score one eval set with ragbridge, RAGAS and DeepEval and compare the scores",
-    ),
-    (
-        "demo",
-        "demo_command",
-        "run the offline demo: two pipelines captured, scored, compared and reported",
-    ),
-    ("eval", "eval_command", "score a JSONL eval set (offline providers unless --judge)"),
-    (
-        "run",
-        "eval_command",
-        "run a LangChain chain or LlamaIndex engine over an eval set, then score it",
-    ),
-    ("langsmith", "eval_command", "score runs exported from LangSmith (JSON or JSONL)"),
-    (
-        "estimate",
-        "eval_command",
-        "dry run: judge calls, tokens and cost a judge evaluation would spend",
-    ),
-    (
-        "export",
-        "export_command",
-        "write an eval set in RAGAS, DeepEval or LangSmith-examples format",
-    ),
-    (
-        "gate",
-        "gate_command",
-        "exit 1 on a missed threshold or a significant regression against a baseline",
-    ),
-    (
-        "history",
-        "history_command",
-        "metrics over the runs recorded with --history, and which run changed them",
-    ),
-    ("metrics", "metrics_command", "list every measure, its providers and what each needs"),
-    (
-        "report",
-        "report_command",
-        "write the HTML report of results files (two or more: compared side by side)",
-    ),
-    ("split", "split_command", "split a data set into dev and a locked, held-out test file"),
-    ("testset", "testset_command", "write an eval set with no-answer questions from documents"),
-    ("trec", "trec_command", "evaluate a TREC run against qrels, printing trec_eval's output"),
-)
-"""Every subcommand: its name, the module that registers it, and its one-line help.
-
-Why a table: ``ragbridge --help`` needs only these lines, and importing all fifteen command
-modules (with their options, paths and console helpers) to print them cost about half of the
-command's start-up. A command's module is imported when that command runs (or when
-`build_parser` builds the whole tree); the help lines here must equal the ones each module
-registers (``tests/test_cli_imports.py`` compares them).
-"""
 
 
 def _version() -> str:

@@ -15,16 +15,18 @@ import json
 from typing import Any
 
 from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli.commands import add_command
 from ragbridge.adapters.cli.errors import EXIT_OK
+from ragbridge.adapters.cli.tables import aligned
 
 KINDS = ("judge", "string", "ranking")
 
 
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser(
+    parser = add_command(
+        sub,
         "metrics",
-        help="list every measure, its providers and what each needs",
-        description="List every measure × provider: needs, judge calls per sample, and the "
+        "List every measure × provider: needs, judge calls per sample, and the "
         "definition each provider computes.",
     )
     parser.add_argument("--kind", choices=KINDS, help="only measures of this kind")
@@ -45,18 +47,14 @@ def run_metrics(args: argparse.Namespace) -> int:
     if args.json:
         console.say(*(json.dumps(r, ensure_ascii=False) for r in rows))
         return EXIT_OK
-    columns = ("name", "needs", "judge calls", "meaning")
-    cells = [
+    table = [("name", "needs", "judge calls", "meaning")]
+    table += [
         (f"{r['measure']}:{r['provider']}", r["needs"], r["judge calls"], r["meaning"])
         for r in rows
     ]
-    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns[:-1])]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, [*widths, 0], strict=True)).rstrip()]
-    for row in cells:
-        lines.append("  ".join(v.ljust(w) for v, w in zip(row, [*widths, 0], strict=True)).rstrip())
     for problem in REGISTRY.plugin_errors:
         console.note(f"a provider plugin failed to load: {problem}")
     for spec in REGISTRY.dangling():
         console.note(f"provider {spec.key} is registered for a measure that does not exist")
-    console.say(*lines)
+    console.say(*aligned(table))
     return EXIT_OK

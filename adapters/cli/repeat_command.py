@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli.argtypes import whole_number
 from ragbridge.adapters.cli.plural import plural
+from ragbridge.adapters.cli.tables import aligned
 
 if TYPE_CHECKING:
     from ragbridge.adapters.cli.eval_command import Plan
@@ -24,14 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["add_repeat_option", "repeat_lines", "run_repeated"]
 
 
-def _repeats(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if not 1 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"must lie within 1..100, got {value}")
-    return value
+_repeats = whole_number(lambda n: 1 <= n <= 100, "must lie within 1..100, got {value}")
 
 
 def add_repeat_option(parser: argparse.ArgumentParser) -> None:
@@ -49,7 +44,7 @@ def add_repeat_option(parser: argparse.ArgumentParser) -> None:
 def run_repeated(
     args: argparse.Namespace, plan: Plan, data: Path, count: int, metadata: dict[str, Any]
 ) -> int:
-    from ragbridge.adapters.cli.eval_command import finish
+    from ragbridge.adapters.cli.eval_command import finish_file
     from ragbridge.adapters.cli.options import progress, settings_from
     from ragbridge.core.labels.repeatability import evaluate_repeated
     from ragbridge.core.sample import load_samples
@@ -100,13 +95,7 @@ def run_repeated(
     console.say(
         *lines, f"run 1 of {len(repeated.runs)} (what --out, --report and the exit code describe):"
     )
-    return finish(
-        args,
-        first,
-        n_samples=count,
-        samples=lambda: load_samples(data),
-        command="eval",
-    )
+    return finish_file(args, first, data, count)
 
 
 def repeat_lines(figures: Iterable[MetricRepeatability], runs: int) -> list[str]:
@@ -125,9 +114,8 @@ def repeat_lines(figures: Iterable[MetricRepeatability], runs: int) -> list[str]
     ]
     figures = list(figures)
     rows += [_row(f) for f in figures]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = [f"repeatability over {plural(runs, 'run')} (verdict: yes when score > 0.5)"]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines += aligned(rows)
     for f in figures:
         if f.flipped:
             shown = ", ".join(f.flipped[:5]) + (" …" if len(f.flipped) > 5 else "")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli.commands import add_command
 from ragbridge.adapters.cli.errors import UserError
 from ragbridge.adapters.cli.paths import SQLITE_HEADER, check_distinct, check_input, check_output
 from ragbridge.adapters.cli.plural import plural
@@ -29,10 +30,10 @@ if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds this parser 
 
 
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser(
+    parser = add_command(
+        sub,
         "report",
-        help="write the HTML report of results files (two or more: compared side by side)",
-        description="Render the self-contained HTML report of one or more results files "
+        "Render the self-contained HTML report of one or more results files "
         "(written by eval --out). With two or more, each run is compared with the first: "
         "paired differences with CIs and p-values per metric, and per question in the "
         "sample explorer.",

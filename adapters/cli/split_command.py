@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli.argtypes import require_open_share
+from ragbridge.adapters.cli.commands import add_command
 from ragbridge.adapters.cli.errors import EXIT_OK, UserError
 from ragbridge.adapters.cli.paths import check_input, check_output
 
@@ -39,10 +41,10 @@ _GROUPS_SHOWN = 5
 
 
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser(
+    parser = add_command(
+        sub,
         "split",
-        help="split a data set into dev and a locked, held-out test file",
-        description="Split DATA.jsonl into DATA.dev.jsonl and DATA.test.jsonl, stratified by "
+        "Split DATA.jsonl into DATA.dev.jsonl and DATA.test.jsonl, stratified by "
         "no-answer vs answerable, and lock the test file (DATA.test.lock.json: a content hash "
         "of every test sample, the seed and the sizes). The split depends on the seed and the "
         "sample ids, not on the order of the lines; questions that duplicate each other stay "
@@ -86,8 +88,8 @@ def _near_option(parser: argparse.ArgumentParser | Any) -> None:
 
 def _check_numbers(args: argparse.Namespace) -> None:
     dev = getattr(args, "dev", None)
-    if dev is not None and not (math.isfinite(dev) and 0.0 < dev < 1.0):
-        raise UserError(f"--dev must lie within (0, 1), got {dev}")
+    if dev is not None:
+        require_open_share("--dev", dev)
     near = args.near_duplicate
     if not (math.isfinite(near) and 0.0 < near <= 1.0):
         raise UserError(f"--near-duplicate must lie within (0, 1], got {near}")

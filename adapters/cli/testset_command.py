@@ -26,10 +26,13 @@ from __future__ import annotations
 
 import argparse
 import math
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli.argtypes import number
+from ragbridge.adapters.cli.commands import add_command
 from ragbridge.adapters.cli.errors import EXIT_ABORTED, EXIT_FAILED, EXIT_OK, UserError
 from ragbridge.adapters.cli.options import (
     LOCAL_EXTRA,
@@ -66,10 +69,10 @@ DEFAULT_MAX_ROUNDS = 3
 
 
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser(
+    parser = add_command(
+        sub,
         "testset",
-        help="write an eval set with no-answer questions from documents",
-        description="Have the judge write questions, reference answers and supporting quotes "
+        "Have the judge write questions, reference answers and supporting quotes "
         "from DOCS, in stated style proportions, with a share of no-answer questions (on topic, "
         "checked to be unanswered by the corpus: relevance {}). Quotes not found in their "
         "source, near-duplicate questions and answerable no-answer candidates are dropped, "
@@ -187,14 +190,9 @@ def _similarity(text: str) -> float:
     return value
 
 
-def _price(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
-    return value
+_price = number(
+    lambda usd: math.isfinite(usd) and usd >= 0, "must be a finite number >= 0, got {text}"
+)
 
 
 # --------------------------------------------------------------------------- 1. check
@@ -269,16 +267,9 @@ def _run(args: argparse.Namespace) -> int:
     skipped: list[str] = []
     documents, source = _documents(args.docs, skipped)
     _check_paths(args, [source] if source is not None and source.is_file() else [])
+    # Every field of the spec is the flag of the same name; --styles is parsed above.
     spec = TestsetSpec(
-        size=args.size,
-        styles=styles,
-        no_answer_share=args.no_answer_share,
-        seed=args.seed,
-        dedup_threshold=args.dedup_threshold,
-        chunk_chars=args.chunk_chars,
-        relevance=args.relevance,
-        top_k=args.top_k,
-        max_rounds=args.max_rounds,
+        **{**{f.name: getattr(args, f.name) for f in fields(TestsetSpec)}, "styles": styles}
     )
     try:
         chunks = split_documents(documents, spec.chunk_chars)
@@ -346,18 +337,7 @@ def _generate(
     try:
         with progress("writing questions", planned) as advance:
             samples, report = generate_testset(
-                documents,
-                spec.size,
-                styles=spec.styles,
-                no_answer_share=spec.no_answer_share,
-                seed=spec.seed,
-                dedup_threshold=spec.dedup_threshold,
-                chunk_chars=spec.chunk_chars,
-                relevance=spec.relevance,
-                top_k=spec.top_k,
-                max_rounds=spec.max_rounds,
-                progress=advance,
-                **options,
+                documents, **asdict(spec), progress=advance, **options
             )
     except KeyboardInterrupt:
         if args.cache:

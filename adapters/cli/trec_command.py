@@ -11,15 +11,16 @@ import argparse
 from typing import Any
 
 from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli.commands import add_command
 from ragbridge.adapters.cli.errors import EXIT_OK
 from ragbridge.adapters.cli.paths import check_input
 
 
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser(
+    parser = add_command(
+        sub,
         "trec",
-        help="evaluate a TREC run against qrels, printing trec_eval's output",
-        description="Evaluate a TREC run file against a qrels file, exactly as trec_eval does, "
+        "Evaluate a TREC run file against a qrels file, exactly as trec_eval does, "
         "for the measures: num_q num_ret num_rel num_rel_ret map Rprec recip_rank P recall "
         "ndcg ndcg_cut map_cut success (and runid).",
     )

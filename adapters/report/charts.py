@@ -288,47 +288,61 @@ def quadrant_section(
         if isinstance(diag, str):
             out.append(f'<p class="note quadrant-omitted">Quadrant chart omitted: {esc(diag)}</p>')
             continue
-        out.append(
-            f'<div class="charts"><figure>{_quadrant_svg(diag, name, index[name])}<figcaption>'
-            f"thresholds: {esc(diag.retrieval_metric)} ≥ {diag.retrieval_threshold:g}, "
-            f"{esc(diag.generation_metric)} {esc(_gen_rule(diag))}</figcaption></figure>"
-        )
-        out.append('<table class="quadrant-counts"><thead><tr><th>Quadrant</th>')
-        out.append('<th class="num">Samples</th></tr></thead><tbody>')
-        for quadrant, count in diag.counts.items():
-            cls = ' class="danger"' if quadrant == Quadrant.BAD_RETRIEVAL_GOOD_ANSWER.value else ""
-            out.append(f'<tr{cls}><td>{esc(quadrant)}</td><td class="num">{count}</td></tr>')
-        out.append("</tbody></table></div>")
-        danger = diag.in_quadrant(Quadrant.BAD_RETRIEVAL_GOOD_ANSWER)
-        out.append(f"<h3>Dangerous samples ({len(danger)})</h3>")
-        if danger:
-            out.append(
-                f'<table class="dangerous" data-pipeline="{esc(name)}"><thead><tr><th>Sample</th>'
-                f'<th class="num">{esc(diag.retrieval_metric)}</th>'
-                f'<th class="num">{esc(diag.generation_metric)}</th><th>Question</th></tr>'
-                "</thead><tbody>"
-            )
-            for row in danger:
-                out.append(
-                    f'<tr class="danger"><td><a href="#{sample_anchor(row.sample_id, name)}">'
-                    f'{esc(row.sample_id)}</a></td><td class="num">{number(row.retrieval)}</td>'
-                    f'<td class="num">{number(row.generation)}</td>'
-                    f"<td>{esc(_question(index[name], row.sample_id))}</td></tr>"
-                )
-            out.append("</tbody></table>")
-        else:
-            out.append('<p class="muted">None.</p>')
-        unknown = diag.in_quadrant(Quadrant.UNKNOWN)
-        if unknown:
-            out.append(f'<h3>Not diagnosed ({len(unknown)})</h3><ul class="undiagnosed">')
-            for row in unknown:
-                out.append(
-                    f'<li><a href="#{sample_anchor(row.sample_id, name)}">{esc(row.sample_id)}'
-                    f"</a>: {esc(row.note or 'missing a value')}</li>"
-                )
-            out.append("</ul>")
+        out.extend(_quadrants(name, diag, index[name]))
     out.append("</section>")
     return out
+
+
+def _quadrants(name: str, diag: Diagnosis, samples: Mapping[str, Sample]) -> list[str]:
+    """One pipeline's chart, its count per quadrant, its dangerous and undiagnosed samples."""
+    out = [
+        f'<div class="charts"><figure>{_quadrant_svg(diag, name, samples)}<figcaption>'
+        f"thresholds: {esc(diag.retrieval_metric)} ≥ {diag.retrieval_threshold:g}, "
+        f"{esc(diag.generation_metric)} {esc(_gen_rule(diag))}</figcaption></figure>"
+    ]
+    out.append('<table class="quadrant-counts"><thead><tr><th>Quadrant</th>')
+    out.append('<th class="num">Samples</th></tr></thead><tbody>')
+    for quadrant, count in diag.counts.items():
+        cls = ' class="danger"' if quadrant == Quadrant.BAD_RETRIEVAL_GOOD_ANSWER.value else ""
+        out.append(f'<tr{cls}><td>{esc(quadrant)}</td><td class="num">{count}</td></tr>')
+    out.append("</tbody></table></div>")
+    return [*out, *_dangerous(name, diag, samples), *_undiagnosed(name, diag)]
+
+
+def _dangerous(name: str, diag: Diagnosis, samples: Mapping[str, Sample]) -> list[str]:
+    """The samples in the dangerous quadrant (bad retrieval, good-looking answer), linked."""
+    danger = diag.in_quadrant(Quadrant.BAD_RETRIEVAL_GOOD_ANSWER)
+    out = [f"<h3>Dangerous samples ({len(danger)})</h3>"]
+    if not danger:
+        return [*out, '<p class="muted">None.</p>']
+    out.append(
+        f'<table class="dangerous" data-pipeline="{esc(name)}"><thead><tr><th>Sample</th>'
+        f'<th class="num">{esc(diag.retrieval_metric)}</th>'
+        f'<th class="num">{esc(diag.generation_metric)}</th><th>Question</th></tr>'
+        "</thead><tbody>"
+    )
+    for row in danger:
+        out.append(
+            f'<tr class="danger"><td><a href="#{sample_anchor(row.sample_id, name)}">'
+            f'{esc(row.sample_id)}</a></td><td class="num">{number(row.retrieval)}</td>'
+            f'<td class="num">{number(row.generation)}</td>'
+            f"<td>{esc(_question(samples, row.sample_id))}</td></tr>"
+        )
+    out.append("</tbody></table>")
+    return out
+
+
+def _undiagnosed(name: str, diag: Diagnosis) -> list[str]:
+    """The samples no quadrant could hold (a value missing), with the reason."""
+    unknown = diag.in_quadrant(Quadrant.UNKNOWN)
+    if not unknown:
+        return []
+    items = [
+        f'<li><a href="#{sample_anchor(row.sample_id, name)}">{esc(row.sample_id)}'
+        f"</a>: {esc(row.note or 'missing a value')}</li>"
+        for row in unknown
+    ]
+    return [f'<h3>Not diagnosed ({len(unknown)})</h3><ul class="undiagnosed">', *items, "</ul>"]
 
 
 def _gen_rule(diag: Diagnosis) -> str:

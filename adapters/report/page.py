@@ -7,7 +7,9 @@ import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TypeAlias
+from typing import TypeAlias, TypedDict
+
+from typing_extensions import Unpack
 
 from ragbridge.core.labels.agreement import AgreementTable
 from ragbridge.core.monitoring.records import RunRecord
@@ -29,12 +31,27 @@ from .explorer import (
 from .markup import DEFAULT_PIPELINE, esc, integer, sample_anchor
 from .sections import agreement_section, comparison_section, summary_section
 
-__all__ = ["render_report", "write_report"]
+__all__ = ["ReportOptions", "render_report", "write_report"]
 
 Evaluations: TypeAlias = Evaluation | Mapping[str, Evaluation]
 Samples: TypeAlias = Sequence[Sample] | Mapping[str, Sequence[Sample]] | None
 Diagnoses: TypeAlias = Diagnosis | Mapping[str, Diagnosis] | None
 Sources: TypeAlias = str | Mapping[str, str] | None
+
+
+class ReportOptions(TypedDict, total=False):
+    """What `write_report` passes on to `render_report`: its keyword arguments, each
+    meaning what it means there (tests/test_report.py keeps the two lists equal)."""
+
+    samples: Samples
+    comparison: CrossComparison | None
+    diagnosis: Diagnoses
+    title: str
+    generated_by: str | None
+    generated_at: datetime | None
+    agreement: AgreementTable | None
+    history: Sequence[RunRecord] | None
+    source: Sources
 
 
 # --------------------------------------------------------------------------- input checking
@@ -298,26 +315,14 @@ def render_report(
         for sid in [*ev.sample_ids, *index[name]]:
             anchors.setdefault(sid, sample_anchor(sid, name))
     several = len(pipelines) > 1
-    nav = [
-        ("overview", "Overview"),
-        ("summary", "Summaries"),
-        *([("paired", "Paired comparison")] if several else []),
-        ("explorer", "Explorer"),
-        *([("trends", "Trends")] if runs is not None else []),
-        *([("agreement", "Agreement")] if agreement is not None else []),
-        ("distributions", "Distributions"),
-        ("quadrants", "Quadrants"),
-        *([("comparison", "Comparison")] if comparison is not None else []),
-        ("samples", "Samples"),
-    ]
+    nav = _nav(several, runs is not None, agreement is not None, comparison is not None)
     order = {
         name: list(dict.fromkeys([*index[name], *ev.sample_ids])) for name, ev in pipelines.items()
     }
     hidden = {name: shown_metrics(ev)[1] for name, ev in pipelines.items()}
     body: list[str] = []
     when = generated_at or datetime.now(timezone.utc)
-    nav_html = "<nav>" + "".join(f'<a href="#{i}">{t}</a>' for i, t in nav) + "</nav>"
-    body.extend(_overview(title, pipelines, index, sources, generated_by, when, nav_html))
+    body.extend(_overview(title, pipelines, index, sources, generated_by, when, nav))
     body.extend(summary_section(summaries))
     comparisons = paired_comparisons(pipelines)
     if several:
@@ -332,6 +337,43 @@ def render_report(
     if comparison is not None:
         body.extend(comparison_section(comparison, anchors))
     body.extend(drilldown_section(pipelines, index, diagnoses))
+    return _document(title, body)
+
+
+def write_report(
+    path: str | os.PathLike[str], evaluations: Evaluations, **options: Unpack[ReportOptions]
+) -> Path:
+    """Render the report and write it to ``path`` (UTF-8, parent folders created); returns it.
+
+    ``options`` are `render_report`'s keyword arguments (`ReportOptions`).
+    """
+    text = render_report(evaluations, **options)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    return target
+
+
+def _nav(several: bool, trends: bool, agreement: bool, comparison: bool) -> str:
+    """The links to the sections the page has, in page order."""
+    links = [
+        ("overview", "Overview"),
+        ("summary", "Summaries"),
+        *([("paired", "Paired comparison")] if several else []),
+        ("explorer", "Explorer"),
+        *([("trends", "Trends")] if trends else []),
+        *([("agreement", "Agreement")] if agreement else []),
+        ("distributions", "Distributions"),
+        ("quadrants", "Quadrants"),
+        *([("comparison", "Comparison")] if comparison else []),
+        ("samples", "Samples"),
+    ]
+    return "<nav>" + "".join(f'<a href="#{i}">{t}</a>' for i, t in links) + "</nav>"
+
+
+def _document(title: str, body: list[str]) -> str:
+    """The HTML document around the sections: the head with the stylesheet and the security
+    policy, ``body`` inside ``<main>``, the one inline script last."""
     page = [
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -356,36 +398,3 @@ def render_report(
         "</html>",
     ]
     return "\n".join(page) + "\n"
-
-
-def write_report(
-    path: str | os.PathLike[str],
-    evaluations: Evaluations,
-    *,
-    samples: Samples = None,
-    comparison: CrossComparison | None = None,
-    diagnosis: Diagnoses = None,
-    title: str = "ragbridge report",
-    generated_by: str | None = None,
-    generated_at: datetime | None = None,
-    agreement: AgreementTable | None = None,
-    history: Sequence[RunRecord] | None = None,
-    source: Sources = None,
-) -> Path:
-    """Render the report and write it to ``path`` (UTF-8, parent folders created); returns it."""
-    text = render_report(
-        evaluations,
-        samples=samples,
-        comparison=comparison,
-        diagnosis=diagnosis,
-        title=title,
-        generated_by=generated_by,
-        generated_at=generated_at,
-        agreement=agreement,
-        history=history,
-        source=source,
-    )
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
-    return target

@@ -10,7 +10,8 @@ that exists only as a judge measure (``correctness``) is refused with the fix.
 ``recal@5`` → ``recall@5``; ``recall`` alone asks for a cutoff, ``recall@5``) and the list of what
 exists: judge measures, offline measures and ranking measures.
 
-This module imports only ragbridge's core, so the pytest plugin can use it without argparse.
+This module imports only ragbridge's core: the command line, the pytest plugin and anything else
+that takes metric names share it without importing the CLI.
 """
 
 from __future__ import annotations

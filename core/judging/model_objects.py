@@ -1,4 +1,4 @@
-"""A framework's own model, passed where ragbridge expects a `Judge` or an `Embedder`.
+"""A model object where ragbridge expects a `Judge` or an `Embedder`: taken, wrapped or refused.
 
 Users come with the model object their framework gave them: a LangChain chat model, a
 LlamaIndex LLM, a DeepEval model, an OpenAI client, and the matching embeddings. Before, such
@@ -12,7 +12,8 @@ under the ``ragbridge.models`` entry-point group (ragbridge's own is
 `ragbridge.adapters.framework_models.wrap`), each called as ``wrap(obj, kind)`` with ``kind``
 "judge" or "embedder" and returning a wrapper, or None for an object it does not know. A
 third-party package adds its framework the same way. Plugins are loaded once, on the first
-judge or embedder that is not an engine.
+judge or embedder that is not an engine. (Model *specs*, strings such as ``openai:gpt-4o-mini``,
+are the adapters' `ragbridge.adapters.model_registry`, which hands objects to this hook.)
 """
 
 from __future__ import annotations
@@ -36,6 +37,23 @@ _wrappers: list[Wrapper] = []
 _loaded = False
 _lock = threading.Lock()
 _errors: list[str] = []
+
+_PROTOCOLS: dict[Kind, tuple[type, str, str, str]] = {
+    # kind: (protocol, its async method, what it needs, what ragbridge takes directly)
+    "judge": (
+        Judge,
+        "generate",
+        "a `model` name and an async `generate(messages, schema=None)`",
+        "LangChain chat models, LlamaIndex LLMs, DeepEval models and OpenAI clients",
+    ),
+    "embedder": (
+        Embedder,
+        "embed",
+        "a `model` name and an async `embed(texts)`",
+        "LangChain embeddings, LlamaIndex embedding models, DeepEval embedding models and "
+        "OpenAI clients",
+    ),
+}
 
 
 def register_wrapper(wrapper: Wrapper) -> None:
@@ -85,44 +103,40 @@ def as_judge(obj: Any) -> Any:
     it is, a framework model wrapped, anything else a ``TypeError``."""
     from .engine import JudgeEngine
 
-    if obj is None or isinstance(obj, JudgeEngine):
-        return obj
-    # Frameworks first: a LangChain chat model has a (sync) ``generate`` and may have a
-    # ``model`` field, so the protocol check alone would let it through to fail per call.
-    wrapped = _wrapped(obj, "judge")
-    if wrapped is not None:
-        return wrapped
-    if isinstance(obj, Judge) and _is_async(obj.generate):
-        return obj
-    if isinstance(obj, str):
-        raise TypeError(
-            f"judge={obj!r}: a model name is not a judge; pass a model object, e.g. "
-            f"OpenAIJudge({obj!r}) from ragbridge.adapters.openai (any OpenAI-compatible server)"
-        )
-    raise TypeError(
-        f"judge={_describe(obj)} is not a ragbridge Judge (a `model` name and an async "
-        "`generate(messages, schema=None)`) and no installed adapter wraps it; ragbridge "
-        "accepts LangChain chat models, LlamaIndex LLMs, DeepEval models and OpenAI clients "
-        "directly" + _plugin_errors()
-    )
+    return _taken(obj, "judge", JudgeEngine)
 
 
 def as_embedder(obj: Any) -> Any:
     """``obj`` as something the embedding engine can call (see `as_judge`)."""
-    from .engine import EmbeddingEngine
+    from .embedding import EmbeddingEngine
 
-    if obj is None or isinstance(obj, EmbeddingEngine):
+    return _taken(obj, "embedder", EmbeddingEngine)
+
+
+def _taken(obj: Any, kind: Kind, engine: type) -> Any:
+    """None and engines as they are, then a plugin's wrapper, then the protocol, else refused.
+
+    Frameworks come before the protocol check: a LangChain chat model has a (sync) ``generate``
+    and may have a ``model`` field, so the protocol check alone would let it through to fail
+    per call.
+    """
+    if obj is None or isinstance(obj, engine):
         return obj
-    wrapped = _wrapped(obj, "embedder")
+    wrapped = _wrapped(obj, kind)
     if wrapped is not None:
         return wrapped
-    if isinstance(obj, Embedder) and _is_async(obj.embed):
+    protocol, method, needs, direct = _PROTOCOLS[kind]
+    if isinstance(obj, protocol) and _is_async(getattr(obj, method)):
         return obj
+    if kind == "judge" and isinstance(obj, str):
+        raise TypeError(
+            f"judge={obj!r}: a model name is not a judge; pass a model object, e.g. "
+            f"OpenAIJudge({obj!r}) from ragbridge.adapters.openai (any OpenAI-compatible server)"
+        )
+    name = "Judge" if kind == "judge" else "Embedder"
     raise TypeError(
-        f"embedder={_describe(obj)} is not a ragbridge Embedder (a `model` name and an async "
-        "`embed(texts)`) and no installed adapter wraps it; ragbridge accepts LangChain "
-        "embeddings, LlamaIndex embedding models, DeepEval embedding models and OpenAI clients "
-        "directly" + _plugin_errors()
+        f"{kind}={_describe(obj)} is not a ragbridge {name} ({needs}) and no installed adapter "
+        f"wraps it; ragbridge accepts {direct} directly" + _plugin_errors()
     )
 
 
