@@ -13,7 +13,7 @@ rate (5%), against a baseline of 200 scores / 1,000 requests drawn from the same
 * **Drops**: 300 requests as before, then 300 after a change; a stream counts as caught when an
   alert fires after the change, and the delay is the number of requests from the change to it.
 
-The figures quoted in the README come from this script at its defaults.
+The figures quoted in ``docs/how-to/production.md`` come from this script at its defaults.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ embeddings are known to be blind (`matching`):
 One module per measure; each registers its function as the measure's ``offline`` provider
 (`ragbridge.core.registry`), and two measures exist only here (`AnswerSimilarity`,
 `ContextUsage`). The thresholds are parameters; the defaults were calibrated on the FaithBench
-dev sample (`benchmarks/offline_calibration.py`). What this provider is for, and what not: the
-README.
+dev sample (`benchmarks/offline_calibration.py`). What this provider is for, and what not:
+``docs/how-to/offline.md``.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ embeddings are known to be blind:
 
 The thresholds are parameters; the defaults were chosen by leave-one-source-out cross-validation
 on the FaithBench dev sample (`benchmarks/offline_calibration.py`). What this provider is for,
-and what not: see the README.
+and what not: ``docs/how-to/offline.md``.
 """
 
 from __future__ import annotations
