@@ -52,41 +52,6 @@ Importing this module without redis-py raises ImportError naming the extra:
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from functools import partial
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
-
-import numpy as np
-import numpy.typing as npt
-
-from ragbridge.adapters._extras import install_hint, missing_extra
-from ragbridge.core.cache.backend import redact_url
-from ragbridge.core.cache.stored import (
-    CachedReply,
-    CacheStats,
-    decode_vector,
-    encode_vectors,
-    facts_json,
-    text_hash,
-)
-
-if TYPE_CHECKING:
-    from redis.typing import EncodableT
-
-INSTALL_HINT = install_hint("redis")
-"""What to run when the ``redis`` extra is missing."""
-
-try:
-    import redis
-    import redis.exceptions
-except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
-    raise missing_extra("ragbridge.adapters.redis_cache", "redis-py", "redis", exc) from exc
-
 __all__ = [
     "BATCH",
     "DEFAULT_PREFIX",
@@ -96,6 +61,41 @@ __all__ = [
     "RedisCacheError",
     "open_redis_cache",
 ]
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from functools import partial
+from typing import TYPE_CHECKING, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from typing_extensions import Unpack
+
+from ragbridge.adapters._extras import install_hint, missing_extra
+from ragbridge.core.cache.backend import BackendBase, redact_url
+from ragbridge.core.cache.stored import (
+    CachedReply,
+    CacheStats,
+    decode_vector,
+    encode_vectors,
+    stored_meta,
+    text_hash,
+)
+
+if TYPE_CHECKING:
+    from redis.typing import EncodableT
+
+    from ragbridge.core.cache.stored import ReplyMeta, Vectors
+
+INSTALL_HINT = install_hint("redis")
+"""What to run when the ``redis`` extra is missing."""
+
+try:
+    import redis
+    import redis.exceptions
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
+    raise missing_extra("ragbridge.adapters.redis_cache", "redis-py", "redis", exc) from exc
 
 REDIS_FORMAT_VERSION = 1
 """Part of every key: bump it when the layout changes, so old entries are never misread."""
@@ -125,7 +125,7 @@ class RedisCacheError(OSError):
     """
 
 
-class RedisCache:
+class RedisCache(BackendBase):
     """The judge cache on a Redis server (see the module docstring).
 
     ``url`` is a redis-py URL (``redis://[[user]:password@]host[:port][/db]``, ``rediss://`` for
@@ -170,11 +170,6 @@ class RedisCache:
     # -- plumbing ----------------------------------------------------------------------------
 
     @property
-    def location(self) -> str:
-        """The URL without its password (`CacheBackend.location`)."""
-        return self._location
-
-    @property
     def prefix(self) -> str:
         """The key prefix in use (before ``:1:``)."""
         return self._prefix
@@ -184,21 +179,9 @@ class RedisCache:
         state = ", closed" if self._closed else ""
         return f"RedisCache({self._location!r}{state})"
 
-    def __enter__(self) -> RedisCache:
-        """Use as ``with RedisCache(url) as cache:`` to close the connections on exit."""
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Close the connections; nothing is lost, every put has already been applied."""
-        self.close()
-
     def close(self) -> None:
-        """Close the pool's connections. Safe to call twice; the data stays on the server."""
+        """Close the pool's connections (``with RedisCache(url) as cache:`` does on exit). Safe
+        to call twice; nothing is lost, every put has already been applied on the server."""
         with self._lock:
             if self._closed:
                 return
@@ -246,37 +229,24 @@ class RedisCache:
             text=_text(text), prompt_tokens=_int(prompt), completion_tokens=_int(completion)
         )
 
-    def put_reply(
-        self,
-        key: str,
-        reply: CachedReply,
-        *,
-        model: str,
-        template_id: str,
-        template_version: str | None = None,
-        facts: Mapping[str, Any] | None = None,
-    ) -> None:
-        """Store ``reply`` and its metadata under ``key``, replacing any earlier entry whole.
+    def put_reply(self, key: str, reply: CachedReply, **meta: Unpack[ReplyMeta]) -> None:
+        """Store ``reply`` and its metadata (`ReplyMeta`) under ``key``, replacing any earlier
+        entry whole.
 
         One ``MULTI``/``EXEC`` (delete, then write the fields), so a reader never sees the new
         text next to the old metadata; as `Cache.put_reply`, the metadata is not part of the
-        lookup but is kept for inspection.
+        lookup but is kept for inspection. An absent optional field is not written.
         """
-        if not isinstance(reply, CachedReply):
-            raise TypeError(f"reply must be a CachedReply, got {type(reply).__name__}")
+        kept = stored_meta(reply, meta)
         fields: dict[EncodableT, EncodableT] = {
             "text": reply.text,
             "prompt_tokens": reply.prompt_tokens,
             "completion_tokens": reply.completion_tokens,
-            "model": model,
-            "template_id": template_id,
             "created": time.time(),
         }
-        if template_version is not None:
-            fields["template_version"] = template_version
-        stored_facts = facts_json(facts)
-        if stored_facts is not None:
-            fields["facts"] = stored_facts
+        fields.update(
+            (field, value) for field, value in kept._asdict().items() if value is not None
+        )
         name = self._key("reply", key)
         pipe = self._open().pipeline(transaction=True)
         pipe.delete(name)
@@ -312,12 +282,7 @@ class RedisCache:
             self._misses += len(result) - hit_count
         return result
 
-    def put_embeddings(
-        self,
-        model: str,
-        texts: Sequence[str],
-        vectors: Sequence[Sequence[float]] | npt.NDArray[np.floating[Any]],
-    ) -> None:
+    def put_embeddings(self, model: str, texts: Sequence[str], vectors: Vectors) -> None:
         """Store one vector per text under ``model``: all of them in one ``MULTI``/``EXEC``.
 
         Every vector is checked first (`encode_vectors`), so a bad batch writes nothing.

@@ -8,37 +8,11 @@ when its store is lost, `scores` and `result_key` reuse whole Scores. The names 
 ``cache`` module had are re-exported here, so `ragbridge.core.cache.Cache` reads as it always did.
 """
 
-from .disk import SCHEMA_VERSION, Cache, default_cache_path, open_cache
-from .request_key import CACHE_FORMAT_VERSION, cache_key, canonical_json
-from .stored import (
-    CachedReply,
-    CacheGroups,
-    CacheStats,
-    EmbeddingGroup,
-    ReplyGroup,
-    ReplyRow,
-    decode_vector,
-    encode_vectors,
-    facts_json,
-    text_hash,
-)
+from .disk import *  # noqa: F403  (the former ``cache`` module's names, from where they live)
+from .disk import __all__ as _disk_names
+from .request_key import *  # noqa: F403
+from .request_key import __all__ as _key_names
+from .stored import *  # noqa: F403
+from .stored import __all__ as _stored_names
 
-__all__ = [
-    "CACHE_FORMAT_VERSION",
-    "SCHEMA_VERSION",
-    "Cache",
-    "CacheGroups",
-    "CacheStats",
-    "CachedReply",
-    "EmbeddingGroup",
-    "ReplyGroup",
-    "ReplyRow",
-    "cache_key",
-    "canonical_json",
-    "decode_vector",
-    "default_cache_path",
-    "encode_vectors",
-    "facts_json",
-    "open_cache",
-    "text_hash",
-]
+__all__ = [*_disk_names, *_key_names, *_stored_names]

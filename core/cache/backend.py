@@ -23,18 +23,18 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from importlib import metadata
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-import numpy as np
-import numpy.typing as npt
+from typing_extensions import Self, Unpack
 
 if TYPE_CHECKING:
-    from .stored import CachedReply, CacheStats
+    from .stored import CachedReply, CacheStats, ReplyMeta, Vectors
 
 __all__ = [
     "CACHE_ENTRY_POINTS",
+    "BackendBase",
     "CacheBackend",
     "cache_schemes",
     "is_cache_url",
@@ -60,25 +60,14 @@ class CacheBackend(Protocol):
 
     def get_reply(self, key: str) -> CachedReply | None: ...
 
-    def put_reply(
-        self,
-        key: str,
-        reply: CachedReply,
-        *,
-        model: str,
-        template_id: str,
-        template_version: str | None = None,
-        facts: Mapping[str, Any] | None = None,
-    ) -> None: ...
+    def put_reply(self, key: str, reply: CachedReply, **meta: Unpack[ReplyMeta]) -> None:
+        """Store ``reply`` under ``key`` with its metadata (`ReplyMeta`: ``model=``,
+        ``template_id=``, optional ``template_version=`` and ``facts=``)."""
+        ...
 
     def get_embeddings(self, model: str, texts: Sequence[str]) -> list[list[float] | None]: ...
 
-    def put_embeddings(
-        self,
-        model: str,
-        texts: Sequence[str],
-        vectors: Sequence[Sequence[float]] | npt.NDArray[np.floating[Any]],
-    ) -> None: ...
+    def put_embeddings(self, model: str, texts: Sequence[str], vectors: Vectors) -> None: ...
 
     def get_results(self, keys: Sequence[str]) -> dict[str, str]: ...
 
@@ -87,6 +76,34 @@ class CacheBackend(Protocol):
     def stats(self) -> CacheStats: ...
 
     def close(self) -> None: ...
+
+
+class BackendBase:
+    """What the cache classes share besides the protocol's operations: ``location`` and ``with``.
+
+    `ragbridge.core.cache.disk.Cache`, `ragbridge.adapters.redis_cache.RedisCache` and
+    `ragbridge.core.cache.guard.CacheGuard` derive from it, so ``with SomeCache(...) as cache:``
+    closes any of them on the way out (error or not) in one place. A subclass sets
+    ``_location`` and gives `close` (safe to call twice): nothing is lost by closing, since every
+    put is durable when it returns.
+    """
+
+    _location: str
+
+    @property
+    def location(self) -> str:
+        """Where the cache lives, for messages: a path, or a URL without its password."""
+        return self._location
+
+    def close(self) -> None:
+        """Release the store (each backend says how)."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def is_cache_url(spec: str | os.PathLike[str]) -> bool:

@@ -28,18 +28,19 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
+from typing_extensions import Unpack
 
-from .backend import CacheBackend, is_cache_url, open_backend, redact_url
+from .backend import BackendBase, CacheBackend, is_cache_url, open_backend, redact_url
 from .maintenance import CacheMaintenance
 from .sqlite_io import in_chunks, transaction
-from .stored import CachedReply, decode_vector, encode_vectors, facts_json, text_hash
+from .stored import CachedReply, decode_vector, encode_vectors, stored_meta, text_hash
+
+if TYPE_CHECKING:
+    from .stored import ReplyMeta, Vectors
 
 __all__ = ["SCHEMA_VERSION", "Cache", "default_cache_path", "open_cache"]
 
@@ -94,7 +95,7 @@ _ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
 # --------------------------------------------------------------------------------------------
 
 
-class Cache(CacheMaintenance):
+class Cache(CacheMaintenance, BackendBase):
     """A SQLite-backed cache of judge replies and embeddings, safe to share across tasks.
 
     ``Cache(path)`` opens (creating it and its parent folders if needed) a cache file, or an
@@ -121,6 +122,7 @@ class Cache(CacheMaintenance):
             )
         self._memory = raw == _MEMORY
         self._path: str = raw if self._memory else str(Path(raw).expanduser())
+        self._location = self._path
         if not self._memory:
             Path(self._path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
@@ -208,11 +210,6 @@ class Cache(CacheMaintenance):
         """The file this cache lives in, or ``":memory:"``."""
         return self._path
 
-    @property
-    def location(self) -> str:
-        """The file this cache lives in (`CacheBackend.location`)."""
-        return self._path
-
     def _connection(self) -> sqlite3.Connection:
         """The open connection; using a closed cache is a programming error, as with files."""
         if self._conn is None:
@@ -240,21 +237,9 @@ class Cache(CacheMaintenance):
         state = ", closed" if self._conn is None else ""
         return f"Cache({self._path!r}{state})"
 
-    def __enter__(self) -> Cache:
-        """Use as ``with Cache(path) as cache:`` to close the file on exit."""
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Close the connection; nothing is lost since every put has already committed."""
-        self.close()
-
     def close(self) -> None:
-        """Close the connection. Safe to call twice; the data is already committed."""
+        """Close the connection (``with Cache(path) as cache:`` does on exit). Safe to call
+        twice; nothing is lost, every put has already committed."""
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
@@ -284,44 +269,20 @@ class Cache(CacheMaintenance):
             completion_tokens=int(completion_tokens or 0),
         )
 
-    def put_reply(
-        self,
-        key: str,
-        reply: CachedReply,
-        *,
-        model: str,
-        template_id: str,
-        template_version: str | None = None,
-        facts: Mapping[str, Any] | None = None,
-    ) -> None:
+    def put_reply(self, key: str, reply: CachedReply, **meta: Unpack[ReplyMeta]) -> None:
         """Store ``reply`` under ``key`` and commit at once (a later put replaces it).
 
-        ``model``, ``template_id`` and ``template_version`` are not part of the lookup — the key
-        already covers them — but are stored so a cache file can be inspected or pruned per
-        model or template version (``ragbridge cache``). ``facts`` are what the reply was
-        checked against (e.g. ``{"CLAIM": 3, "CONTEXT": 4}``), kept so the check can be run
-        again on the stored reply later (``ragbridge cache prune --failed``).
+        ``meta`` (`ReplyMeta`: ``model=``, ``template_id=``, optional ``template_version=`` and
+        ``facts=``) is stored beside it for ``ragbridge cache`` to inspect and prune by.
         """
-        if not isinstance(reply, CachedReply):
-            raise TypeError(f"reply must be a CachedReply, got {type(reply).__name__}")
-        stored_facts = facts_json(facts)
+        kept = stored_meta(reply, meta)
         with self._lock:
             self._writable().execute(
                 "INSERT OR REPLACE INTO replies "
-                "(key, model, template_id, text, prompt_tokens, completion_tokens, created, "
-                "template_version, facts) "
+                "(key, text, prompt_tokens, completion_tokens, created, "
+                "model, template_id, template_version, facts) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    key,
-                    model,
-                    template_id,
-                    reply.text,
-                    reply.prompt_tokens,
-                    reply.completion_tokens,
-                    time.time(),
-                    template_version,
-                    stored_facts,
-                ),
+                (key, reply.text, reply.prompt_tokens, reply.completion_tokens, time.time(), *kept),
             )
 
     # -- embeddings ------------------------------------------------------------------------
@@ -355,12 +316,7 @@ class Cache(CacheMaintenance):
             self._misses += len(result) - hit_count
         return result
 
-    def put_embeddings(
-        self,
-        model: str,
-        texts: Sequence[str],
-        vectors: Sequence[Sequence[float]] | npt.NDArray[np.floating[Any]],
-    ) -> None:
+    def put_embeddings(self, model: str, texts: Sequence[str], vectors: Vectors) -> None:
         """Store one vector per text under ``model``, all in one committed transaction.
 
         Every vector is checked (`encode_vectors`) before anything is written, so a bad batch

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
-import numpy as np
-import numpy.typing as npt
+from typing_extensions import Unpack
 
-from .backend import CacheBackend, redact_url
-from .stored import CachedReply, CacheStats
+from .backend import BackendBase, CacheBackend, redact_url
+from .stored import CachedReply, CacheStats, ReplyMeta, Vectors
 
 __all__ = ["CacheGuard", "guard_cache", "is_store_error", "lost_cache_lines"]
 
@@ -48,15 +47,17 @@ def is_store_error(exc: BaseException) -> bool:
     return isinstance(exc, OSError | sqlite3.DatabaseError)
 
 
-class CacheGuard:
+class CacheGuard(BackendBase):
     """``inner`` with store errors turned into one warning and an uncached rest of the run.
 
-    Implements `CacheBackend`. Closing the guard closes ``inner``; use it only around a cache
-    the caller may close (`guard_cache` leaves that decision to its caller).
+    Implements `CacheBackend`. Closing the guard (or leaving ``with guard:``) closes ``inner``;
+    use it only around a cache the caller may close (`guard_cache` leaves that decision to its
+    caller).
     """
 
     def __init__(self, inner: CacheBackend) -> None:
         self._inner = inner
+        self._location = inner.location
         self._lock = threading.Lock()
         self._failure: str | None = None
         self._dropped = {"replies": 0, "embeddings": 0, "results": 0}
@@ -67,11 +68,6 @@ class CacheGuard:
     def inner(self) -> CacheBackend:
         """The guarded backend."""
         return self._inner
-
-    @property
-    def location(self) -> str:
-        """The inner cache's location (a path, or a URL without its password)."""
-        return self._inner.location
 
     @property
     def lost(self) -> bool:
@@ -149,29 +145,8 @@ class CacheGuard:
     def get_reply(self, key: str) -> CachedReply | None:
         return self._read("get_reply", lambda: self._inner.get_reply(key), None)
 
-    def put_reply(
-        self,
-        key: str,
-        reply: CachedReply,
-        *,
-        model: str,
-        template_id: str,
-        template_version: str | None = None,
-        facts: Mapping[str, Any] | None = None,
-    ) -> None:
-        self._write(
-            "put_reply",
-            "replies",
-            1,
-            lambda: self._inner.put_reply(
-                key,
-                reply,
-                model=model,
-                template_id=template_id,
-                template_version=template_version,
-                facts=facts,
-            ),
-        )
+    def put_reply(self, key: str, reply: CachedReply, **meta: Unpack[ReplyMeta]) -> None:
+        self._write("put_reply", "replies", 1, lambda: self._inner.put_reply(key, reply, **meta))
 
     def get_embeddings(self, model: str, texts: Sequence[str]) -> list[list[float] | None]:
         missed: list[list[float] | None] = [None] * len(texts)
@@ -179,12 +154,7 @@ class CacheGuard:
             "get_embeddings", lambda: self._inner.get_embeddings(model, texts), missed
         )
 
-    def put_embeddings(
-        self,
-        model: str,
-        texts: Sequence[str],
-        vectors: Sequence[Sequence[float]] | npt.NDArray[np.floating[Any]],
-    ) -> None:
+    def put_embeddings(self, model: str, texts: Sequence[str], vectors: Vectors) -> None:
         self._write(
             "put_embeddings",
             "embeddings",

@@ -13,10 +13,11 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import TypedDict
 
 from .request_key import canonical_value
 
@@ -26,16 +27,23 @@ __all__ = [
     "CachedReply",
     "EmbeddingGroup",
     "ReplyGroup",
+    "ReplyMeta",
     "ReplyRow",
+    "StoredMeta",
+    "Vectors",
     "decode_vector",
     "encode_vectors",
     "facts_json",
+    "stored_meta",
     "text_hash",
 ]
 
 #: Stored vector element type: float32, little-endian whatever the machine, so a cache file can
 #: be copied between hosts.
 _VECTOR_DTYPE = np.dtype("<f4")
+
+Vectors: TypeAlias = Sequence[Sequence[float]] | npt.NDArray[np.floating[Any]]
+"""What ``put_embeddings`` takes: one vector per text, as lists of numbers or one 2-D array."""
 
 
 def text_hash(text: str) -> str:
@@ -44,7 +52,7 @@ def text_hash(text: str) -> str:
 
 
 def facts_json(facts: Mapping[str, Any] | None) -> str | None:
-    """The stored form of a reply's ``facts`` (see `Cache.put_reply`), or None for none.
+    """The stored form of a reply's ``facts`` (see `ReplyMeta`), or None for none.
 
     `canonical_value` refuses what JSON would silently change (non-string keys, NaN), so what is
     read back is what was checked.
@@ -54,10 +62,7 @@ def facts_json(facts: Mapping[str, Any] | None) -> str | None:
     return json.dumps(canonical_value(dict(facts), "facts"), sort_keys=True)
 
 
-def encode_vectors(
-    texts: Sequence[str],
-    vectors: Sequence[Sequence[float]] | npt.NDArray[np.floating[Any]],
-) -> list[tuple[str, int, bytes]]:
+def encode_vectors(texts: Sequence[str], vectors: Vectors) -> list[tuple[str, int, bytes]]:
     """``(text_hash, dim, little-endian float32 bytes)`` per text, every vector checked first.
 
     All vectors are checked before any is returned, so a caller that writes only what this
@@ -122,6 +127,60 @@ class CachedReply:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"CachedReply.{name} must be a non-negative int, got {value!r}")
+
+
+class _ReplyMetaRequired(TypedDict):
+    model: str
+    template_id: str
+
+
+class ReplyMeta(_ReplyMetaRequired, total=False):
+    """What ``put_reply`` keeps next to a reply, as its keywords: ``**meta: Unpack[ReplyMeta]``.
+
+    ``model`` and ``template_id`` are required, ``template_version`` and ``facts`` optional. None
+    of it is part of the lookup (the key already covers it); it is kept so a cache can be
+    inspected or pruned per model or template version (``ragbridge cache``). ``facts`` are what
+    the reply was checked against (e.g. ``{"CLAIM": 3, "CONTEXT": 4}``), kept so the check can be
+    run again on the stored reply later (``ragbridge cache prune --failed``). One definition,
+    so the protocol, every backend and the guard that forwards to them cannot disagree on it.
+    """
+
+    template_version: str | None
+    facts: Mapping[str, Any] | None
+
+
+class StoredMeta(NamedTuple):
+    """A reply's metadata as every backend stores it (`stored_meta`): ``facts`` as JSON."""
+
+    model: str
+    template_id: str
+    template_version: str | None
+    facts: str | None
+
+
+def stored_meta(reply: object, meta: Mapping[str, Any]) -> StoredMeta:
+    """Check a ``put_reply(key, reply, **meta)`` call and give the metadata's stored form.
+
+    ``**meta`` accepts any keyword, so this refuses what the spelt-out signature would have: a
+    ``reply`` that is not a `CachedReply`, a keyword `ReplyMeta` does not know (a misspelt
+    ``template_version`` would otherwise be lost quietly) or a missing required one, each a
+    TypeError before anything is written. ``facts`` go through `facts_json` (which refuses
+    what JSON would change).
+    """
+    if not isinstance(reply, CachedReply):
+        raise TypeError(f"reply must be a CachedReply, got {type(reply).__name__}")
+    unknown = sorted(set(meta) - ReplyMeta.__required_keys__ - ReplyMeta.__optional_keys__)
+    if unknown:
+        raise TypeError(f"put_reply() got an unexpected keyword argument {unknown[0]!r}")
+    missing = sorted(ReplyMeta.__required_keys__ - set(meta))
+    if missing:
+        raise TypeError(f"put_reply() missing required keyword argument {missing[0]!r}")
+    return StoredMeta(
+        model=meta["model"],
+        template_id=meta["template_id"],
+        template_version=meta.get("template_version"),
+        facts=facts_json(meta.get("facts")),
+    )
 
 
 @dataclass(frozen=True)
