@@ -26,11 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbridge.adapters.cli import console
-from ragbridge.adapters.cli.argtypes import number
+from ragbridge.adapters.cli.argtypes import number, positive_int
 from ragbridge.adapters.cli.commands import add_command
 from ragbridge.adapters.cli.errors import EXIT_FAILED, EXIT_OK, UserError
 from ragbridge.adapters.cli.options import (
-    _positive_int,
     add_scoring_options,
     build_judge,
     build_nli,
@@ -109,7 +108,7 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--resamples",
-        type=_positive_int,
+        type=positive_int,
         default=2000,
         metavar="N",
         help="bootstrap resamples for the CIs of kappa and AUROC (default 2000)",

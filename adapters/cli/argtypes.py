@@ -16,9 +16,21 @@ from typing import TypeVar
 
 from ragbridge.adapters.cli.errors import UserError
 
-__all__ = ["number", "require_non_negative", "require_open_share", "whole_number"]
+__all__ = [
+    "COMPLETION_TOKENS",
+    "add_cost_options",
+    "non_negative_int",
+    "number",
+    "positive_int",
+    "require_non_negative",
+    "require_open_share",
+    "whole_number",
+]
 
 N = TypeVar("N", int, float)
+
+COMPLETION_TOKENS = 150
+"""Completion tokens a dry run assumes per call when it prices the calls."""
 
 
 def _reader(
@@ -49,6 +61,13 @@ def whole_number(accept: Callable[[int], bool], refusal: str) -> Callable[[str],
     return _reader(int, "a whole number", accept, refusal)
 
 
+positive_int = whole_number(lambda n: n >= 1, "must be at least 1, got {value}")
+"""A count of at least 1 (``--concurrency``, ``--workers``, ``--size``)."""
+
+non_negative_int = whole_number(lambda n: n >= 0, "must be 0 or more, got {value}")
+"""A count that may be 0 (``--max-retries``)."""
+
+
 def number(
     accept: Callable[[float], bool], refusal: str, *, expected: str = "a number"
 ) -> Callable[[str], float]:
@@ -67,3 +86,25 @@ def require_non_negative(flag: str, value: float) -> None:
     """``value`` is a finite number >= 0 (a tolerated drop, a smallest effect)."""
     if not (math.isfinite(value) and value >= 0):
         raise UserError(f"{flag} must be a finite number >= 0, got {value}")
+
+
+def add_cost_options(
+    parser: argparse.ArgumentParser,
+    *,
+    price: Callable[[str], float],
+    tokens: Callable[[str], int],
+    tokens_help: str,
+    tokens_metavar: str | None = None,
+) -> None:
+    """``--price-in``, ``--price-out`` (read with ``price``) and ``--completion-tokens`` (read
+    with ``tokens``, default `COMPLETION_TOKENS`): what a dry run's cost is priced at
+    (``ragbridge estimate``, ``ragbridge testset --dry-run``)."""
+    parser.add_argument("--price-in", type=price, help="USD per million prompt tokens")
+    parser.add_argument("--price-out", type=price, help="USD per million completion tokens")
+    parser.add_argument(
+        "--completion-tokens",
+        type=tokens,
+        default=COMPLETION_TOKENS,
+        metavar=tokens_metavar,
+        help=tokens_help,
+    )

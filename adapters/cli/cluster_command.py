@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli.argtypes import positive_int
 from ragbridge.adapters.cli.errors import UserError
-from ragbridge.adapters.cli.options import _positive_int, progress
+from ragbridge.adapters.cli.options import progress
 from ragbridge.adapters.cli.plural import noun, plural
 
 if TYPE_CHECKING:
@@ -49,11 +50,11 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
         "--concurrency is then the cap for the whole cluster",
     )
     group.add_argument(
-        "--workers", type=_positive_int, default=2, metavar="N",
+        "--workers", type=positive_int, default=2, metavar="N",
         help="worker processes of the local cluster (default 2)",
     )  # fmt: skip
     group.add_argument(
-        "--partition-size", type=_positive_int, default=500, metavar="N",
+        "--partition-size", type=positive_int, default=500, metavar="N",
         help="samples per cluster task (default 500)",
     )  # fmt: skip
     group.add_argument(

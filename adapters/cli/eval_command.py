@@ -41,6 +41,7 @@ from ragbridge.adapters.cli import (
     repeat_command,
     split_command,
 )
+from ragbridge.adapters.cli.argtypes import add_cost_options
 from ragbridge.adapters.cli.commands import add_command
 from ragbridge.adapters.cli.default_metrics import DefaultMetrics, FieldCounts, fit_default
 from ragbridge.adapters.cli.errors import EXIT_OK, UserError
@@ -157,13 +158,11 @@ def register(sub: Any) -> None:
         default="faithfulness,answer_relevance,context_precision,context_recall",
         help="comma-separated judge metrics (default: the four RAG metrics)",
     )
-    est.add_argument("--price-in", type=float, help="USD per million prompt tokens")
-    est.add_argument("--price-out", type=float, help="USD per million completion tokens")
-    est.add_argument(
-        "--completion-tokens",
-        type=int,
-        default=150,
-        help="completion tokens assumed per call for the cost (default 150)",
+    add_cost_options(
+        est,
+        price=float,
+        tokens=int,
+        tokens_help="completion tokens assumed per call for the cost (default 150)",
     )
     est.set_defaults(handler=run_estimate)
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from ragbridge.adapters import model_registry
+from ragbridge.adapters.cli.argtypes import non_negative_int, positive_int
 from ragbridge.adapters.cli.default_metrics import FieldCounts
 from ragbridge.adapters.cli.errors import UserError
 from ragbridge.adapters.cli.outcome import DEFAULT_MAX_FAILED_SHARE
@@ -151,7 +152,7 @@ def add_model_options(
     )
     parser.add_argument(
         "--concurrency",
-        type=_positive_int,
+        type=positive_int,
         default=8,
         metavar="N",
         help="judge calls in flight at most (default 8)",
@@ -165,7 +166,7 @@ def add_model_options(
     )
     parser.add_argument(
         "--max-retries",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=4,
         metavar="N",
         help="retries of a judge call after a transient error (default 4); permanent errors "
@@ -191,26 +192,6 @@ def settings_from(
         "timeout": args.timeout,
         "max_retries": args.max_retries,
     }
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
 
 
 def _number(text: str) -> float:

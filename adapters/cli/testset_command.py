@@ -31,12 +31,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragbridge.adapters.cli import console
-from ragbridge.adapters.cli.argtypes import number
+from ragbridge.adapters.cli.argtypes import add_cost_options, number, positive_int
 from ragbridge.adapters.cli.commands import add_command
 from ragbridge.adapters.cli.errors import EXIT_ABORTED, EXIT_FAILED, EXIT_OK, UserError
 from ragbridge.adapters.cli.options import (
     LOCAL_EXTRA,
-    _positive_int,
     _share,
     add_model_options,
     build_embedder,
@@ -89,7 +88,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--out", metavar="eval.jsonl", help="where to write the test set")
     parser.add_argument(
         "--size",
-        type=_positive_int,
+        type=positive_int,
         default=DEFAULT_SIZE,
         metavar="N",
         help=f"questions to write, no-answer ones included (default {DEFAULT_SIZE})",
@@ -121,7 +120,7 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--chunk-chars",
-        type=_positive_int,
+        type=positive_int,
         default=DEFAULT_CHUNK_CHARS,
         metavar="N",
         help="split documents longer than this into chunks DOCID#1, DOCID#2, ... "
@@ -141,14 +140,14 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--top-k",
-        type=_positive_int,
+        type=positive_int,
         default=DEFAULT_TOP_K,
         metavar="K",
         help=f"chunks retrieved to check a no-answer candidate (default {DEFAULT_TOP_K})",
     )
     parser.add_argument(
         "--max-rounds",
-        type=_positive_int,
+        type=positive_int,
         default=DEFAULT_MAX_ROUNDS,
         metavar="N",
         help="rounds that replace dropped questions, the first included "
@@ -171,14 +170,12 @@ def register(sub: Any) -> None:
         action="store_true",
         help="print the estimate (calls, prompt tokens, cost) and stop; needs no judge",
     )
-    parser.add_argument("--price-in", type=_price, help="USD per million prompt tokens")
-    parser.add_argument("--price-out", type=_price, help="USD per million completion tokens")
-    parser.add_argument(
-        "--completion-tokens",
-        type=_positive_int,
-        default=150,
-        metavar="N",
-        help="completion tokens assumed per call for the estimate's cost (default 150)",
+    add_cost_options(
+        parser,
+        price=_price,
+        tokens=positive_int,
+        tokens_help="completion tokens assumed per call for the estimate's cost (default 150)",
+        tokens_metavar="N",
     )
     parser.set_defaults(handler=_run)
 

@@ -57,9 +57,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..files import atomic_write
 from ..results.evaluation import Evaluation
-from ..results.stats import cohen_kappa
+from ..results.stats import cohen_kappa, sorted_scale
 from ..sample import Sample
-from .human import QUESTIONS, HumanLabel, line_problem, load_labels, numbered_lines
+from .human import (
+    QUESTIONS,
+    HumanLabel,
+    first_label_at,
+    line_problem,
+    load_labels,
+    numbered_lines,
+)
 
 __all__ = [
     "STRATA",
@@ -377,13 +384,12 @@ def merge_labels(
                 )
         elif len(tasks_of[label.sample_id]) == 1:
             label = label.model_copy(update={"task_id": tasks_of[label.sample_id][0]})
-        key = (label.sample_id, label.annotator)
-        if key in seen:
+        first = first_label_at(seen, label, where)
+        if first is not None:
             raise AnnotationError(
                 f"{where}: annotator: {label.annotator!r} labelled sample {label.sample_id!r} "
-                f"twice (also at {seen[key]}); keep one of the two files or lines"
+                f"twice (also at {first}); keep one of the two files or lines"
             )
-        seen[key] = where
         merged.append(label)
     position = {task.task_id: i for i, task in enumerate(tasks)}
     merged.sort(key=lambda lab: (position.get(lab.task_id or "", len(position)), lab.annotator))
@@ -426,10 +432,7 @@ def krippendorff_alpha(
             raise ValueError(f"values not on the scale {list(values)!r}: {unknown!r}")
         scale = list(values)
     else:
-        try:
-            scale = sorted(present)  # type: ignore[type-var]
-        except TypeError as exc:
-            raise ValueError(f"values cannot be sorted; pass values=: {exc}") from None
+        scale = sorted_scale(present, "values cannot be sorted; pass values=")
     index = {v: i for i, v in enumerate(scale)}
     k = len(scale)
     coincidence = np.zeros((k, k), dtype=np.float64)

@@ -19,7 +19,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -136,6 +136,19 @@ def numbered_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str]]:
                 yield number, line
 
 
+W = TypeVar("W")
+
+
+def first_label_at(seen: dict[tuple[str, str], W], label: HumanLabel, where: W) -> W | None:
+    """Where ``label``'s annotator already labelled its sample, or None (and ``where`` is
+    remembered as that place): one label per annotator and sample, in a file or over files."""
+    key = (label.sample_id, label.annotator)
+    if key in seen:
+        return seen[key]
+    seen[key] = where
+    return None
+
+
 def load_labels(path: str | os.PathLike[str]) -> Iterator[HumanLabel]:
     """Stream `HumanLabel`s from a JSONL file; a bad line raises `LabelFileError` naming it.
 
@@ -149,13 +162,12 @@ def load_labels(path: str | os.PathLike[str]) -> Iterator[HumanLabel]:
             label = HumanLabel.model_validate_json(line)
         except ValidationError as exc:
             raise LabelFileError(f"{source}:{number}: {line_problem(exc)}") from None
-        key = (label.sample_id, label.annotator)
-        if key in seen:
+        first = first_label_at(seen, label, number)
+        if first is not None:
             raise LabelFileError(
                 f"{source}:{number}: annotator {label.annotator!r} labelled sample "
-                f"{label.sample_id!r} twice (first on line {seen[key]})"
+                f"{label.sample_id!r} twice (first on line {first})"
             )
-        seen[key] = number
         yield label
 
 

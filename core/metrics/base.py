@@ -163,13 +163,7 @@ class MetricContext:
         """
         if self.judge is None:
             raise RuntimeError("this metric needs a judge")
-        return await self.judge.ask(
-            template.render(**values),
-            template.schema,
-            template_id=template.id,
-            template_version=template.version,
-            validate=template.checker(**values),
-        )
+        return await template.ask(self.judge, **values)
 
 
 class Metric:

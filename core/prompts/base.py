@@ -15,13 +15,16 @@ from __future__ import annotations
 import string
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
 from ..judging.judge import Message
 from .budget import Budget
 from .compact_schema import schema_instruction
+
+if TYPE_CHECKING:
+    from ..judging.engine import JudgeCall, JudgeEngine
 
 __all__ = [
     "DATA_NOT_INSTRUCTIONS",
@@ -157,6 +160,17 @@ class PromptTemplate:
         """The validator of one request made with these values (see `check`), carrying the
         reply's completion budget (`reply_budget`) for the engine to pass on."""
         return ReplyCheck(self, self.facts(**values), self.reply_budget(**values))
+
+    async def ask(self, judge: JudgeEngine, /, **values: Any) -> JudgeCall[Any]:
+        """This prompt with ``values``, sent through ``judge`` with the request's reply check
+        (`checker`): how a metric or the test-set writer asks any of ragbridge's prompts."""
+        return await judge.ask(
+            self.render(**values),
+            self.schema,
+            template_id=self.id,
+            template_version=self.version,
+            validate=self.checker(**values),
+        )
 
     def reply_budget(self, **values: Any) -> int | None:
         """Completion tokens a reply to these values may need, or None (no budget function)."""

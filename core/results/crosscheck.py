@@ -53,6 +53,9 @@ class FrameworkStats(_Frozen):
     usage: Usage
 
 
+_SUMMARY_FIELDS = tuple(name for name in FrameworkStats.model_fields if name != "framework")
+
+
 class PairStats(_Frozen):
     """Agreement of two frameworks over the ``n`` samples both scored.
 
@@ -247,17 +250,9 @@ def _compare_measure(
 
 
 def _framework_stats(framework: str, summary: MetricSummary) -> FrameworkStats:
-    return FrameworkStats(
-        framework=framework,
-        mean=summary.mean,
-        ci_low=summary.ci_low,
-        ci_high=summary.ci_high,
-        n_scored=summary.n_scored,
-        n_failed=summary.n_failed,
-        n_skipped=summary.n_skipped,
-        failures_by_kind=summary.failures_by_kind,
-        usage=summary.usage,
-    )
+    """The summary's fields (all of `FrameworkStats` but ``framework``) under the framework."""
+    shared = {name: getattr(summary, name) for name in _SUMMARY_FIELDS}
+    return FrameworkStats(framework=framework, **shared)
 
 
 def _pair(

@@ -45,6 +45,15 @@ _CHUNK_ELEMENTS = 1 << 20
 _EXACT_MAX_N = 16
 
 
+def sorted_scale(labels: Iterable[Hashable], refusal: str) -> list[Hashable]:
+    """``labels`` in sorted order: the positions a weighted agreement measure takes distances
+    between. Labels that cannot be compared raise ValueError ``"{refusal}: {why}"``."""
+    try:
+        return sorted(labels)  # type: ignore[type-var]
+    except TypeError as exc:
+        raise ValueError(f"{refusal}: {exc}") from None
+
+
 def _as_values(values: npt.ArrayLike, name: str = "values", *, min_n: int = 1) -> FloatArray:
     """``values`` as a finite 1-D float64 array with at least ``min_n`` entries, or ValueError."""
     try:
@@ -356,10 +365,7 @@ def cohen_kappa(
         raise ValueError(f"weights must be None, 'linear' or 'quadratic', got {weights!r}")
     labels = list(dict.fromkeys(xs + ys))
     if weights is not None:
-        try:
-            labels = sorted(labels)  # type: ignore[type-var]
-        except TypeError as exc:
-            raise ValueError(f"weighted kappa needs labels that can be sorted: {exc}") from None
+        labels = sorted_scale(labels, "weighted kappa needs labels that can be sorted")
     index = {label: i for i, label in enumerate(labels)}
     k = len(labels)
     observed = np.zeros((k, k), dtype=np.float64)

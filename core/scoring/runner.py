@@ -31,6 +31,7 @@ from ..cache.backend import CacheBackend
 from ..cache.disk import open_cache
 from ..cache.guard import guard_cache, lost_cache_lines
 from ..cache.scores import ResultReuse
+from ..judging.attempts import CallStats
 from ..judging.embedding import EmbeddingEngine
 from ..judging.engine import JudgeEngine, Price, cost_of
 from ..judging.judge import Embedder, Judge
@@ -47,6 +48,7 @@ T = TypeVar("T")
 __all__ = [
     "Engines",
     "Estimate",
+    "RunOptions",
     "Settings",
     "aevaluate",
     "build_engines",
@@ -64,6 +66,16 @@ _NOTHING = Usage()
 
 OnResult = Callable[[str, str, Score], Any]
 """Called as ``on_result(sample_id, metric, score)`` for each cell, in input order."""
+
+
+class RunOptions(SettingsOptions, total=False):
+    """`evaluate`'s keywords besides ``settings``: the `Settings` fields and how the run reports
+    (``progress``, ``on_result``), streams (``window``) and keeps (``keep``) its cells."""
+
+    progress: Progress | None
+    window: int | None
+    on_result: OnResult | None
+    keep: bool
 
 
 def resolve_metrics(metrics: Iterable[Metric | str]) -> list[Metric]:
@@ -122,13 +134,13 @@ async def aevaluate(
     metrics: Iterable[Metric | str],
     *,
     settings: Settings | None = None,
-    progress: Progress | None = None,
-    window: int | None = None,
-    on_result: OnResult | None = None,
-    keep: bool = True,
-    **options: Unpack[SettingsOptions],
+    **options: Unpack[RunOptions],
 ) -> Evaluation:
     """Score every metric on every sample; see `evaluate` for the arguments."""
+    progress = options.pop("progress", None)
+    window = options.pop("window", None)
+    on_result = options.pop("on_result", None)
+    keep = options.pop("keep", True)
     config = Settings.of(settings, options)
     resolved = resolve_metrics(metrics)
     engines = build_engines(config, resolved)
@@ -179,11 +191,7 @@ def evaluate(
     metrics: Iterable[Metric | str],
     *,
     settings: Settings | None = None,
-    progress: Progress | None = None,
-    window: int | None = None,
-    on_result: OnResult | None = None,
-    keep: bool = True,
-    **options: Unpack[SettingsOptions],
+    **options: Unpack[RunOptions],
 ) -> Evaluation:
     """Score ``metrics`` on ``samples`` and return the sample × metric `Evaluation`.
 
@@ -205,22 +213,25 @@ def evaluate(
     ``Failure(cancelled, "not sent: ...")``, and ``evaluation.metadata["aborted"]`` holds one
     line naming the cause and the fix.
 
+    ``progress(done, total)`` is called after each sample; at most ``window`` samples (default
+    ``max(16, 4 * max_concurrency)``) are in progress at once.
     ``on_result(sample_id, metric, score)`` sees every cell as soon as its sample is done (in
     input order), e.g. `ragbridge.core.results.writer.ResultWriter.add`. With ``keep=False`` the
     cells are not kept: the returned `Evaluation` holds the run's metadata only (usage, cost and
     warnings are still computed), so memory stays flat however many samples stream through.
     """
-    coro = aevaluate(
-        samples,
-        metrics,
-        settings=Settings.of(settings, options),
-        progress=progress,
-        window=window,
-        on_result=on_result,
-        keep=keep,
-    )
-    result: Evaluation = run_sync(coro)
+    result: Evaluation = run_sync(aevaluate(samples, metrics, settings=settings, **options))
     return result
+
+
+_STAT_COUNTS = ("calls", "cached", "retries", "failures", "refused")
+"""The counts of an engine's `CallStats` a run records in its metadata, in this order."""
+
+
+def _counts(stats: CallStats, names: Sequence[str], *, cached_as: str = "cached") -> dict[str, int]:
+    """``stats``'s counts ``names``; ``cached`` is recorded as ``cached_as`` (an embedder's
+    cache hits are texts, not calls)."""
+    return {cached_as if name == "cached" else name: getattr(stats, name) for name in names}
 
 
 @dataclass
@@ -272,27 +283,15 @@ class Engines:
         if reuse is not None:
             evaluation.metadata["results_reused"] = {"hits": reuse.hits, "misses": reuse.misses}
         if self.judge is not None:
-            stats = self.judge.stats
-            evaluation.metadata["judge_stats"] = {
-                "calls": stats.calls,
-                "cached": stats.cached,
-                "retries": stats.retries,
-                "failures": stats.failures,
-                "refused": stats.refused,
-                "max_in_flight": stats.max_in_flight,
-            }
+            stats = (*_STAT_COUNTS, "max_in_flight")
+            evaluation.metadata["judge_stats"] = _counts(self.judge.stats, stats)
             cost = cost_of(spent, self.judge.price)
             if cost is not None:
                 evaluation.metadata["cost_usd"] = round(cost, 6)
         if self.embedder is not None:
-            stats = self.embedder.stats
-            evaluation.metadata["embedding_stats"] = {
-                "calls": stats.calls,
-                "cached_texts": stats.cached,
-                "retries": stats.retries,
-                "failures": stats.failures,
-                "refused": stats.refused,
-            }
+            evaluation.metadata["embedding_stats"] = _counts(
+                self.embedder.stats, _STAT_COUNTS, cached_as="cached_texts"
+            )
         engines = (self.judge, self.embedder)
         slots = next((e.slots for e in engines if e is not None and e.slots is not None), None)
         if slots is not None:

@@ -16,17 +16,19 @@ Cache hits are not predicted: like ``ragbridge estimate``, this is the cost of a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from typing_extensions import Unpack
 
 from ..judging.engine import Price
 from ..metrics.base import PlannedCall
 from ..scoring.runner import Estimate
-from .chunks import DEFAULT_CHUNK_CHARS, Chunk, split_documents
+from .chunks import Chunk, split_documents
 from .documents import SourceDocument
-from .plan import DEFAULT_MAX_ROUNDS, DEFAULT_SIZE, DEFAULT_TOP_K, Planner, TestsetSpec
+from .plan import DEFAULT_SIZE, Planner, TestsetOptions, TestsetSpec
 from .prompting import check_prompt, prompt_for
-from .styles import DEFAULT_NO_ANSWER_SHARE, DEFAULT_STYLES, NO_ANSWER
+from .styles import NO_ANSWER
 
 __all__ = ["QUESTION_CHARS", "TestsetEstimate", "estimate_chunks", "estimate_testset"]
 
@@ -86,24 +88,18 @@ def estimate_chunks(chunks: list[Chunk], spec: TestsetSpec) -> TestsetEstimate:
 def estimate_testset(
     documents: Iterable[SourceDocument],
     size: int = DEFAULT_SIZE,
-    *,
-    styles: Mapping[str, float] | None = None,
-    no_answer_share: float = DEFAULT_NO_ANSWER_SHARE,
-    seed: int = 0,
-    chunk_chars: int = DEFAULT_CHUNK_CHARS,
-    top_k: int = DEFAULT_TOP_K,
-    max_rounds: int = DEFAULT_MAX_ROUNDS,
+    **options: Unpack[TestsetOptions],
 ) -> TestsetEstimate:
-    """Dry run of `generate_testset` with the same arguments; calls nothing, embeds nothing."""
-    spec = TestsetSpec(
-        size=size,
-        styles=dict(styles) if styles is not None else dict(DEFAULT_STYLES),
-        no_answer_share=no_answer_share,
-        seed=seed,
-        chunk_chars=chunk_chars,
-        top_k=top_k,
-        max_rounds=max_rounds,
-    )
+    """Dry run of `generate_testset` with the same arguments; calls nothing, embeds nothing.
+
+    The options that change the estimate are ``styles``, ``no_answer_share``, ``seed``,
+    ``chunk_chars``, ``top_k`` and ``max_rounds``; the others are checked and ignored.
+    """
+    spec, unknown = TestsetSpec.split(size, options)
+    if unknown:
+        raise TypeError(
+            f"estimate_testset() got unexpected keyword(s): {', '.join(sorted(unknown))}"
+        )
     return estimate_chunks(split_documents(documents, spec.chunk_chars), spec)
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -51,27 +51,32 @@ from ..results.evaluation import Failure, Usage
 from ..sample import Sample
 from ..scoring.runner import Engines, build_engines, default_embedder, run_sync
 from ..settings import Settings, SettingsOptions
-from .chunks import DEFAULT_CHUNK_CHARS, Chunk, split_documents
-from .dedup import DEFAULT_DEDUP_THRESHOLD, NearDuplicates, unit_rows
+from .chunks import Chunk, split_documents
+from .dedup import NearDuplicates, unit_rows
 from .documents import SourceDocument, check_unique
 from .estimate import estimate_chunks
 from .no_answer import NO_ANSWER_REFERENCE, is_unanswered, top_k
 from .passages import locate_passages
 from .plan import (
-    DEFAULT_MAX_ROUNDS,
     DEFAULT_SIZE,
-    DEFAULT_TOP_K,
     Planner,
-    Relevance,
     Request,
+    TestsetOptions,
     TestsetSpec,
     waves,
 )
 from .prompting import check_prompt, prompt_for
 from .report import TestsetReport
-from .styles import DEFAULT_NO_ANSWER_SHARE, DEFAULT_STYLES, KINDS, NO_ANSWER
+from .styles import KINDS, NO_ANSWER
 
-__all__ = ["RELEVANT_GRADE", "Testset", "agenerate_testset", "generate_testset", "leans_on_source"]
+__all__ = [
+    "RELEVANT_GRADE",
+    "GenerateOptions",
+    "Testset",
+    "agenerate_testset",
+    "generate_testset",
+    "leans_on_source",
+]
 
 Progress = Callable[[int, int | None], Any]
 """Called as ``progress(done, total)`` after each judge call; ``total`` grows with top-ups."""
@@ -103,6 +108,11 @@ class Testset(NamedTuple):
 Testset.__test__ = False  # type: ignore[attr-defined]  # not a pytest test class
 
 
+class GenerateOptions(TestsetOptions, SettingsOptions, total=False):
+    """The keyword arguments of `generate_testset` besides ``settings`` and ``progress``: the
+    test set's (`TestsetOptions`) and the models' (`SettingsOptions`)."""
+
+
 @dataclass
 class _Candidate:
     key: str
@@ -117,17 +127,9 @@ def generate_testset(
     documents: Iterable[SourceDocument],
     size: int = DEFAULT_SIZE,
     *,
-    styles: Mapping[str, float] | None = None,
-    no_answer_share: float = DEFAULT_NO_ANSWER_SHARE,
-    seed: int = 0,
-    dedup_threshold: float = DEFAULT_DEDUP_THRESHOLD,
-    chunk_chars: int = DEFAULT_CHUNK_CHARS,
-    relevance: Relevance = "chunk",
-    top_k: int = DEFAULT_TOP_K,
-    max_rounds: int = DEFAULT_MAX_ROUNDS,
     settings: Settings | None = None,
     progress: Progress | None = None,
-    **options: Unpack[SettingsOptions],
+    **options: Unpack[GenerateOptions],
 ) -> Testset:
     """Write ``size`` questions from ``documents``; returns the samples and a `TestsetReport`.
 
@@ -138,7 +140,8 @@ def generate_testset(
     a question repeats a kept one; ``chunk_chars`` the length above which documents are split
     (ids ``docid#n``); ``relevance`` grades the ``"chunk"`` ids (default) or the source
     ``"document"`` ids; ``top_k`` chunks are retrieved to check a no-answer candidate;
-    ``max_rounds`` bounds the top-up rounds that replace dropped questions.
+    ``max_rounds`` bounds the top-up rounds that replace dropped questions. These are
+    keywords (`TestsetOptions`); left out, each takes its `TestsetSpec` default.
 
     Models are called as `Settings` says (``settings=`` or its fields as keywords, like
     `ragbridge.core.evaluate`): a ``judge`` is required; without an ``embedder`` the local
@@ -146,20 +149,7 @@ def generate_testset(
     called after each judge call. Raises ValueError before any call when the arguments or the
     corpus cannot give a set (no judge, no chunk long enough to write from, ...).
     """
-    coro = agenerate_testset(
-        documents,
-        size,
-        styles=styles,
-        no_answer_share=no_answer_share,
-        seed=seed,
-        dedup_threshold=dedup_threshold,
-        chunk_chars=chunk_chars,
-        relevance=relevance,
-        top_k=top_k,
-        max_rounds=max_rounds,
-        settings=Settings.of(settings, options),
-        progress=progress,
-    )
+    coro = agenerate_testset(documents, size, settings=settings, progress=progress, **options)
     result: Testset = run_sync(coro)
     return result
 
@@ -168,31 +158,13 @@ async def agenerate_testset(
     documents: Iterable[SourceDocument],
     size: int = DEFAULT_SIZE,
     *,
-    styles: Mapping[str, float] | None = None,
-    no_answer_share: float = DEFAULT_NO_ANSWER_SHARE,
-    seed: int = 0,
-    dedup_threshold: float = DEFAULT_DEDUP_THRESHOLD,
-    chunk_chars: int = DEFAULT_CHUNK_CHARS,
-    relevance: Relevance = "chunk",
-    top_k: int = DEFAULT_TOP_K,
-    max_rounds: int = DEFAULT_MAX_ROUNDS,
     settings: Settings | None = None,
     progress: Progress | None = None,
-    **options: Unpack[SettingsOptions],
+    **options: Unpack[GenerateOptions],
 ) -> Testset:
     """`generate_testset`, awaitable."""
-    spec = TestsetSpec(
-        size=size,
-        styles=dict(styles) if styles is not None else dict(DEFAULT_STYLES),
-        no_answer_share=no_answer_share,
-        seed=seed,
-        dedup_threshold=dedup_threshold,
-        chunk_chars=chunk_chars,
-        relevance=relevance,
-        top_k=top_k,
-        max_rounds=max_rounds,
-    )
-    config = Settings.of(settings, options)
+    spec, settings_options = TestsetSpec.split(size, options)
+    config = Settings.merged(settings, **settings_options)
     if config.judge is None:
         raise ValueError(
             "generating a test set needs a judge (it writes the questions): pass judge=..."
@@ -341,13 +313,7 @@ class _Run:
 
     async def _generate(self, request: Request) -> JudgeCall[Any]:
         template, values = prompt_for(request, self._avoid(request))
-        call: JudgeCall[Any] = await self.judge.ask(
-            template.render(**values),
-            template.schema,
-            template_id=template.id,
-            template_version=template.version,
-            validate=template.checker(**values),
-        )
+        call = await template.ask(self.judge, **values)
         self._account(call)
         return call
 
@@ -385,13 +351,7 @@ class _Run:
         retrieved = [self.chunks[i] for i in top_k(self.matrix, vector, self.spec.top_k)]
         candidate.checked_against = [c.id for c in retrieved]
         template, values = check_prompt(candidate.question, retrieved)
-        call: JudgeCall[Any] = await self.judge.ask(
-            template.render(**values),
-            template.schema,
-            template_id=template.id,
-            template_version=template.version,
-            validate=template.checker(**values),
-        )
+        call = await template.ask(self.judge, **values)
         self._account(call)
         if call.failure is not None or call.value is None:
             self._failed(call.failure)

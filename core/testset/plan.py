@@ -26,7 +26,9 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
+
+from typing_extensions import TypedDict
 
 from .chunks import DEFAULT_CHUNK_CHARS, MIN_CHUNK_WORDS, Chunk
 from .dedup import DEFAULT_DEDUP_THRESHOLD
@@ -46,6 +48,7 @@ __all__ = [
     "DEFAULT_TOP_K",
     "Planner",
     "Request",
+    "TestsetOptions",
     "TestsetSpec",
     "waves",
 ]
@@ -60,6 +63,24 @@ TOPIC_CHUNKS = 3
 Relevance = Literal["chunk", "document"]
 Neighbours = Callable[[int], Sequence[int]]
 """Chunk indices by similarity to chunk ``i``, most similar first (``i`` itself left out)."""
+
+
+class TestsetOptions(TypedDict, total=False):
+    """The fields of `TestsetSpec` besides ``size`` as keyword arguments:
+    ``**options: Unpack[TestsetOptions]`` (`generate_testset`, `estimate_testset`).
+
+    ``styles=None`` means the default shares; every other field left out takes its
+    `TestsetSpec` default.
+    """
+
+    styles: Mapping[str, float] | None
+    no_answer_share: float
+    seed: int
+    dedup_threshold: float
+    chunk_chars: int
+    relevance: Relevance
+    top_k: int
+    max_rounds: int
 
 
 @dataclass(frozen=True)
@@ -77,6 +98,17 @@ class TestsetSpec:
     max_rounds: int = DEFAULT_MAX_ROUNDS
 
     __test__ = False  # not a pytest test class, whatever its name says
+
+    @classmethod
+    def split(cls, size: int, options: Mapping[str, Any]) -> tuple[TestsetSpec, dict[str, Any]]:
+        """The spec ``size`` and the `TestsetOptions` among ``options`` ask for, and the other
+        options (an entry point's `Settings` keywords), left as they were given."""
+        given = {k: v for k, v in options.items() if k in TestsetOptions.__annotations__}
+        rest = {k: v for k, v in options.items() if k not in given}
+        styles = given.pop("styles", None)
+        if styles is not None:
+            given["styles"] = dict(styles)
+        return cls(size=size, **given), rest
 
     def __post_init__(self) -> None:
         for name in ("size", "seed", "chunk_chars", "top_k", "max_rounds"):
