@@ -310,32 +310,30 @@ def _check_samples(samples: Iterable[Sample]) -> list[Sample]:
 
 
 def _check_frameworks(frameworks: Sequence[str]) -> list[str]:
-    if isinstance(frameworks, str):
-        frameworks = [f.strip() for f in frameworks.split(",") if f.strip()]
-    out: list[str] = []
-    for name in frameworks:
-        if name not in FRAMEWORKS:
-            raise ValueError(f"unknown framework {name!r}; known: {', '.join(FRAMEWORKS)}")
-        if name not in out:
-            out.append(name)
-    if not out:
-        raise ValueError(f"no framework given; known: {', '.join(FRAMEWORKS)}")
-    return out
+    return _known_names(frameworks, FRAMEWORKS, "framework")
 
 
 def _check_measures(measures: Sequence[str] | None) -> list[str]:
     if measures is None:
         return list(MEASURES)
-    if isinstance(measures, str):
-        measures = [m.strip() for m in measures.split(",") if m.strip()]
+    return _known_names(measures, MEASURES, "measure")
+
+
+def _known_names(given: Sequence[str], known: Sequence[str], kind: str) -> list[str]:
+    """``given`` (a list or one comma-separated string) in order, once each, all of ``known``.
+
+    Why one check for frameworks and measures: both come from the same kind of option
+    (``--frameworks ragas,deepeval``, ``--measures ...``) and should be refused the same way.
+    """
+    names = [n.strip() for n in given.split(",") if n.strip()] if isinstance(given, str) else given
     out: list[str] = []
-    for name in measures:
-        if name not in MEASURES:
-            raise ValueError(f"unknown measure {name!r}; known: {', '.join(MEASURES)}")
+    for name in names:
+        if name not in known:
+            raise ValueError(f"unknown {kind} {name!r}; known: {', '.join(known)}")
         if name not in out:
             out.append(name)
     if not out:
-        raise ValueError(f"no measure given; known: {', '.join(MEASURES)}")
+        raise ValueError(f"no {kind} given; known: {', '.join(known)}")
     return out
 
 

@@ -40,6 +40,17 @@ Importing this module without ``httpx`` raises an ImportError naming the extra.
 
 from __future__ import annotations
 
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_TIMEOUT",
+    "INSTALL_HINT",
+    "Connection",
+    "OpenAIEmbedder",
+    "OpenAIJudge",
+    "Structured",
+]
+
 import email.utils
 import json
 import os
@@ -86,16 +97,6 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise missing_extra("ragbridge.adapters.openai", "httpx", "openai", exc) from exc
 
-__all__ = [
-    "DEFAULT_BASE_URL",
-    "DEFAULT_MAX_TOKENS",
-    "DEFAULT_TIMEOUT",
-    "INSTALL_HINT",
-    "Connection",
-    "OpenAIEmbedder",
-    "OpenAIJudge",
-    "Structured",
-]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 """OpenAI's own endpoint; for a local server point ``base_url`` at ``http://127.0.0.1:8000/v1``."""

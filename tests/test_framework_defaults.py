@@ -89,8 +89,8 @@ def test_every_adapter_that_loads_a_framework_turns_telemetry_off_first() -> Non
         "local.py",
         "nli.py",
         "strings.py",
-        "langsmith/__init__.py",
-        "llamaindex/__init__.py",
+        "langsmith/_framework.py",
+        "llamaindex/_framework.py",
         "demo/pipelines.py",
     ]
     for name in modules:

@@ -155,3 +155,12 @@ def test_every_llamaindex_entry_point_refuses_both_names_in_the_same_words(
             build()
         messages.append(str(info.value))
     assert len(set(messages)) == 1, messages
+
+
+def test_samples_from_runs_refuses_what_is_not_a_reading_option() -> None:
+    """``sample_id`` is `sample_from_run`'s own: passed on to every trace it would give them all
+    one id, so the many-trace readers refuse it as their explicit signature used to."""
+    from ragbridge.adapters.langsmith.runs import samples_from_runs
+
+    with pytest.raises(TypeError, match=r"unexpected keyword arguments: \['sample_id'\]"):
+        samples_from_runs([], sample_id="same")  # type: ignore[call-arg]

@@ -17,6 +17,14 @@ Needs the ``dask`` extra: ``pip install ".[dask]"`` in your ragbridge clone.
 
 from __future__ import annotations
 
+__all__ = [
+    "DEFAULT_PARTITION_SIZE",
+    "ClusterInterrupted",
+    "ClusterSlots",
+    "ModelSource",
+    "evaluate",
+]
+
 from ragbridge.adapters._extras import missing_extra
 
 try:
@@ -27,11 +35,3 @@ except ImportError as exc:  # pragma: no cover - exercised by the fences test in
 from .cap import ClusterSlots
 from .run import DEFAULT_PARTITION_SIZE, ClusterInterrupted, evaluate
 from .worker import ModelSource
-
-__all__ = [
-    "DEFAULT_PARTITION_SIZE",
-    "ClusterInterrupted",
-    "ClusterSlots",
-    "ModelSource",
-    "evaluate",
-]

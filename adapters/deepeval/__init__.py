@@ -32,6 +32,9 @@ from typing import TYPE_CHECKING
 from ragbridge.adapters._extras import install_hint
 from ragbridge.core.exports import lazy_exports
 
+INSTALL_HINT = install_hint("deepeval")
+"""What to run when the ``deepeval`` extra is missing."""
+
 if TYPE_CHECKING:
     from .dropins import (
         AnswerRelevancyMetric,
@@ -54,9 +57,6 @@ if TYPE_CHECKING:
         to_golden,
         to_test_case,
     )
-
-INSTALL_HINT = install_hint("deepeval")
-"""What to run when the ``deepeval`` extra is missing."""
 
 _EXPORTS: dict[str, str] = {
     "META_KEY": "test_cases",

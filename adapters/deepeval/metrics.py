@@ -40,7 +40,20 @@ from ._framework import BaseMetric, LLMTestCase
 from .models import judge_of_model
 from .test_cases import ContextsFrom, check_contexts_from, from_test_case
 
-__all__ = ["RagbridgeMetric", "as_deepeval_metric"]
+__all__ = ["MetricOptions", "RagbridgeMetric", "as_deepeval_metric"]
+
+
+class MetricOptions(SettingsOptions, total=False):
+    """`RagbridgeMetric`'s keyword arguments but ``scorer``, which `as_deepeval_metric` passes
+    on to it: ``**options: Unpack[MetricOptions]``."""
+
+    threshold: float
+    include_reason: bool
+    strict_mode: bool
+    async_mode: bool
+    verbose_mode: bool
+    contexts_from: ContextsFrom
+    model: Any
 
 
 class RagbridgeMetric(BaseMetric):  # type: ignore[no-untyped-call]
@@ -208,17 +221,7 @@ silence_banner(RagbridgeMetric)
 
 
 def as_deepeval_metric(
-    metric: Metric | str,
-    *,
-    threshold: float = 0.5,
-    include_reason: bool = True,
-    strict_mode: bool = False,
-    async_mode: bool = True,
-    verbose_mode: bool = False,
-    contexts_from: ContextsFrom = "auto",
-    model: Any = None,
-    settings: Settings | None = None,
-    **options: Unpack[SettingsOptions],
+    metric: Metric | str, *, settings: Settings | None = None, **options: Unpack[MetricOptions]
 ) -> RagbridgeMetric:
     """A DeepEval metric scoring ``metric`` (an object or a name like ``"faithfulness:offline"``).
 
@@ -232,20 +235,10 @@ def as_deepeval_metric(
     ragbridge score sets ``error``. ``contexts_from`` picks the test case field checked as the
     contexts (`from_test_case`): by default ``retrieval_context``, or ``context`` when a test
     case has only that one, as in DeepEval's own HallucinationMetric example. ``model=`` is
-    DeepEval's name for ``judge=`` (`judge_of_model`).
+    DeepEval's name for ``judge=`` (`judge_of_model`). ``options`` are `MetricOptions`, with
+    `RagbridgeMetric`'s defaults.
     """
-    return RagbridgeMetric(
-        metric,
-        threshold=threshold,
-        include_reason=include_reason,
-        strict_mode=strict_mode,
-        async_mode=async_mode,
-        verbose_mode=verbose_mode,
-        contexts_from=contexts_from,
-        model=model,
-        settings=settings,
-        **options,
-    )
+    return RagbridgeMetric(metric, settings=settings, **options)
 
 
 def _refuse_two_judges(

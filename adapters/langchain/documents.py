@@ -9,11 +9,11 @@ taken from metadata when a retriever put one there.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ragbridge.adapters._metadata import jsonable_metadata
 from ragbridge.core.sample import Context
 
 from ._framework import Document
@@ -28,15 +28,6 @@ DEFAULT_ID_KEYS: tuple[str, ...] = ("id", "doc_id", "source")
 
 DEFAULT_SCORE_KEYS: tuple[str, ...] = ("score", "relevance_score", "similarity_score")
 """Metadata keys tried, in order, for a retriever score."""
-
-
-def _jsonable(value: Any) -> Any:
-    """Metadata must survive ``save_samples`` (JSON); anything else is kept as its repr."""
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError):
-        return repr(value)
-    return value
 
 
 def document_to_context(
@@ -73,7 +64,7 @@ def document_to_context(
         text=doc.page_content,
         id=None if ctx_id is None else str(ctx_id),
         score=score,
-        metadata={str(k): _jsonable(v) for k, v in metadata.items()},
+        metadata=jsonable_metadata(metadata),
     )
 
 
@@ -116,7 +107,7 @@ def source_documents(
     seen: dict[str, int] = {}
     out: list[SourceDocument] = []
     for doc_id, doc in found:
-        metadata = {str(k): _jsonable(v) for k, v in (doc.metadata or {}).items()}
+        metadata = jsonable_metadata(doc.metadata)
         title = metadata.get(title_key)
         parent: str | None = None
         own_id = doc_id

@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 from uuid import uuid4
 
+from typing_extensions import TypedDict, Unpack
+
 from ragbridge.core.sample import Context, Sample
 from ragbridge.core.scoring.runner import run_sync
 
@@ -25,7 +27,9 @@ from .documents import document_to_context
 from .models import message_text
 
 __all__ = [
+    "PipelineOptions",
     "Progress",
+    "RetrieveOptions",
     "answer_of",
     "aretrieve_only",
     "arun_pipeline",
@@ -34,6 +38,27 @@ __all__ = [
 ]
 
 Progress = Callable[[int, int], Any]
+
+
+class PipelineOptions(TypedDict, total=False):
+    """`arun_pipeline`'s keyword arguments, which `run_pipeline` passes on to it."""
+
+    retriever_name: str | None
+    max_concurrency: int
+    progress: Progress | None
+    answer_key: str | None
+    input_key: str | None
+    id_key: str | Sequence[str] | None
+    config: RunnableConfig | None
+
+
+class RetrieveOptions(TypedDict, total=False):
+    """`aretrieve_only`'s keyword arguments, which `retrieve_only` passes on to it."""
+
+    max_concurrency: int
+    id_key: str | Sequence[str] | None
+
+
 """Called as ``progress(done, total)`` after each sample."""
 
 _T = TypeVar("_T")
@@ -149,16 +174,7 @@ async def arun_pipeline(
 
 
 def run_pipeline(
-    chain: Runnable[Any, Any],
-    samples: Iterable[Sample],
-    *,
-    retriever_name: str | None = None,
-    max_concurrency: int = 8,
-    progress: Progress | None = None,
-    answer_key: str | None = None,
-    input_key: str | None = None,
-    id_key: str | Sequence[str] | None = None,
-    config: RunnableConfig | None = None,
+    chain: Runnable[Any, Any], samples: Iterable[Sample], **options: Unpack[PipelineOptions]
 ) -> list[Sample]:
     """Run ``chain`` on each sample's question; return copies with ``contexts`` and ``answer``.
 
@@ -172,21 +188,11 @@ def run_pipeline(
     flagged by ``ragbridge eval``. A chain error on one sample is
     recorded as ``metadata["error"]`` (no answer) and the run continues. ``input_key`` sends
     ``{input_key: question}`` instead of the bare question. At most ``max_concurrency``
-    invocations run at once. Reference, relevance and metadata are kept.
+    invocations run at once (default 8). Reference, relevance and metadata are kept.
+    ``options`` are `PipelineOptions`; ``config`` is the `RunnableConfig` each invocation
+    starts from (its callbacks are kept next to the capture). The others default to None.
     """
-    return run_sync(
-        arun_pipeline(
-            chain,
-            samples,
-            retriever_name=retriever_name,
-            max_concurrency=max_concurrency,
-            progress=progress,
-            answer_key=answer_key,
-            input_key=input_key,
-            id_key=id_key,
-            config=config,
-        )
-    )
+    return run_sync(arun_pipeline(chain, samples, **options))
 
 
 async def aretrieve_only(
@@ -222,16 +228,13 @@ def retrieve_only(
     retriever: Runnable[Any, Any],
     samples: Iterable[Sample],
     k: int | None = None,
-    *,
-    max_concurrency: int = 8,
-    id_key: str | Sequence[str] | None = None,
+    **options: Unpack[RetrieveOptions],
 ) -> list[Sample]:
     """Retrieval-only run: each sample's ``contexts`` from ``retriever`` (top ``k`` if given).
 
     For scoring a retriever alone with the ranking measures, without paying for generation.
     ``k`` cuts the returned ranking; it cannot make a retriever return *more* documents (set its
     ``search_kwargs`` for that). Errors are recorded per sample as in `run_pipeline`.
+    ``options`` are `RetrieveOptions` (``max_concurrency=8``, ``id_key=None``).
     """
-    return run_sync(
-        aretrieve_only(retriever, samples, k, max_concurrency=max_concurrency, id_key=id_key)
-    )
+    return run_sync(aretrieve_only(retriever, samples, k, **options))

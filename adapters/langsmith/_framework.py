@@ -9,6 +9,16 @@ import LangSmith's names from here, so this list is the adapter's whole LangSmit
 
 from __future__ import annotations
 
+__all__ = [
+    "Client",
+    "EvaluationResult",
+    "EvaluationResults",
+    "Example",
+    "Run",
+    "RunEvaluator",
+    "run_helpers",
+]
+
 from ragbridge.adapters._extras import missing_extra
 from ragbridge.adapters._frameworks import quiet_frameworks
 
@@ -24,13 +34,3 @@ try:  # every name at once: a LangSmith too old or broken to have one also names
     from langsmith.schemas import Example, Run
 except ImportError as exc:
     raise missing_extra("ragbridge.adapters.langsmith", "langsmith", "langsmith", exc) from exc
-
-__all__ = [
-    "Client",
-    "EvaluationResult",
-    "EvaluationResults",
-    "Example",
-    "Run",
-    "RunEvaluator",
-    "run_helpers",
-]

@@ -136,6 +136,7 @@ from .tracing import carry_context, evaluator_run, traced_settings
 __all__ = [
     "KEY_PRESETS",
     "LANGSMITH_TUTORIAL_KEYS",
+    "EvaluatorOptions",
     "FieldSpec",
     "IdKey",
     "RagbridgeEvaluators",
@@ -219,6 +220,22 @@ def _with_note(score: Score, notes: Mapping[str, str]) -> Score:
                 update={"failure": Failure(kind=score.failure.kind, message=message)}
             )
     return score
+
+
+class EvaluatorOptions(SettingsOptions, total=False):
+    """`RagbridgeEvaluators`' keyword arguments (the field overrides, ``keys`` and the
+    settings), which `evaluators` and `summary_evaluators` pass on to it; every one defaults
+    to None. ``**options: Unpack[EvaluatorOptions]``."""
+
+    question_key: FieldSpec
+    answer_key: FieldSpec
+    contexts_from: FieldSpec
+    retriever: RetrieverSelector
+    reference_key: FieldSpec
+    relevance_key: FieldSpec
+    sample_from: Callable[[Any, Any], Sample] | None
+    id_key: IdKey
+    keys: Mapping[str, str] | str | None
 
 
 class RagbridgeEvaluators:
@@ -618,18 +635,9 @@ class RagbridgeSummaryEvaluator:
 def evaluators(
     metrics: Iterable[Metric | str],
     *,
-    question_key: FieldSpec = None,
-    answer_key: FieldSpec = None,
-    contexts_from: FieldSpec = None,
-    retriever: RetrieverSelector = None,
-    reference_key: FieldSpec = None,
-    relevance_key: FieldSpec = None,
-    sample_from: Callable[[Any, Any], Sample] | None = None,
-    id_key: IdKey = None,
-    keys: Mapping[str, str] | str | None = None,
     combined: bool = False,
     settings: Settings | None = None,
-    **options: Unpack[SettingsOptions],
+    **options: Unpack[EvaluatorOptions],
 ) -> list[RagbridgeRunEvaluator]:
     """ragbridge metrics as evaluators for ``langsmith.evaluate`` / ``langsmith.aevaluate``.
 
@@ -656,21 +664,7 @@ def evaluators(
     Returns one evaluator per metric, or with ``combined=True`` a single evaluator returning all
     metrics as ``EvaluationResults``; either way each run is scored once for all metrics.
     """
-    suite = RagbridgeEvaluators(
-        metrics,
-        question_key=question_key,
-        answer_key=answer_key,
-        contexts_from=contexts_from,
-        retriever=retriever,
-        reference_key=reference_key,
-        relevance_key=relevance_key,
-        sample_from=sample_from,
-        id_key=id_key,
-        keys=keys,
-        settings=settings,
-        **options,
-    )
-    return suite.evaluators(combined=combined)
+    return RagbridgeEvaluators(metrics, settings=settings, **options).evaluators(combined=combined)
 
 
 def summary_evaluators(
@@ -680,7 +674,8 @@ def summary_evaluators(
     confidence: float = 0.95,
     n_resamples: int = 2000,
     seed: int = 0,
-    **options: Any,
+    settings: Settings | None = None,
+    **options: Unpack[EvaluatorOptions],
 ) -> list[RagbridgeSummaryEvaluator]:
     """Summary evaluators for ``langsmith.evaluate(..., summary_evaluators=[...])``.
 
@@ -701,9 +696,10 @@ def summary_evaluators(
                 raise ValueError("the evaluators come from different evaluators(...) calls")
             suite = next(iter(suites.values()))
             wanted = [m for i in items if isinstance(i, RagbridgeRunEvaluator) for m in i.metrics]
-            if options:
+            given = sorted([*options, *(["settings"] if settings is not None else [])])
+            if given:
                 raise TypeError(
-                    f"options {sorted(options)} only apply when summary_evaluators builds its "
+                    f"options {given} only apply when summary_evaluators builds its "
                     "own metric set; the evaluators given already have theirs"
                 )
             groups = [wanted] if combined else [[m] for m in wanted]
@@ -716,7 +712,7 @@ def summary_evaluators(
         metrics = [i for i in items if not isinstance(i, RagbridgeRunEvaluator)]
         if len(metrics) != len(items):
             raise TypeError("pass either metrics or the evaluators list, not a mix")
-        suite = RagbridgeEvaluators(metrics, **options)
+        suite = RagbridgeEvaluators(metrics, settings=settings, **options)
     return suite.summary_evaluators(
         combined=combined, confidence=confidence, n_resamples=n_resamples, seed=seed
     )

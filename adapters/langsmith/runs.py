@@ -31,6 +31,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import TypedDict, Unpack
+
 from ragbridge.adapters._extras import install_hint
 from ragbridge.core.sample import Sample
 
@@ -55,6 +57,7 @@ INSTALL_HINT = install_hint("langsmith")
 __all__ = [
     "INSTALL_HINT",
     "OfflineClient",
+    "RunReading",
     "build_run_trees",
     "load_runs",
     "offline_client",
@@ -62,6 +65,17 @@ __all__ = [
     "samples_from_project",
     "samples_from_runs",
 ]
+
+
+class RunReading(TypedDict, total=False):
+    """How a trace is read into a `Sample`: `sample_from_run`'s keyword arguments, which
+    `samples_from_runs` and `samples_from_project` pass on to it for every trace."""
+
+    retriever: RetrieverSelector
+    question_key: str | None
+    answer_key: str | None
+    answer_run: str | None
+
 
 _QUESTION_KEYS = ("question", "input", "query", "user_input")
 _ANSWER_KEYS = ("answer", "output", "result", "response", "text", "content")
@@ -327,19 +341,20 @@ def _examples_by_id(examples: Iterable[Any] | Mapping[str, Any] | None) -> dict[
 def samples_from_runs(
     runs: Iterable[Any],
     examples: Iterable[Any] | Mapping[str, Any] | None = None,
-    *,
-    retriever: RetrieverSelector = None,
-    question_key: str | None = None,
-    answer_key: str | None = None,
-    answer_run: str | None = None,
+    **reading: Unpack[RunReading],
 ) -> list[Sample]:
-    """One `Sample` per root run (see `sample_from_run` for the arguments).
+    """One `Sample` per root run (see `sample_from_run` for the ``reading`` arguments).
 
     ``runs`` may be trees (from `load_runs`, or live RunTrees) or a flat list (dicts or `Run`s
     linked by ``parent_run_id``, as ``client.list_runs`` yields them): flat lists are rebuilt
     first. ``examples`` (Examples or dicts, or a mapping id → example) are matched to runs by
     ``reference_example_id`` — the link an experiment run keeps to its dataset row.
     """
+    # ``**reading`` would also carry `sample_from_run`'s own ``sample_id`` to every trace, giving
+    # them all one id; refuse what is not a reading option, as an explicit signature would.
+    unknown = sorted(set(reading) - set(RunReading.__annotations__))
+    if unknown:
+        raise TypeError(f"samples_from_runs() got unexpected keyword arguments: {unknown}")
     items = list(runs)
     ids = {str(field_of(r, "id")) for r in items}
     if any(str(field_of(r, "parent_run_id")) in ids for r in items):
@@ -355,10 +370,7 @@ def samples_from_runs(
             sample_from_run(
                 root,
                 by_id.get(str(ref)) if ref is not None else None,
-                retriever=retriever,
-                question_key=question_key,
-                answer_key=answer_key,
-                answer_run=answer_run,
+                **reading,
             )
         )
     return samples
@@ -371,17 +383,15 @@ def samples_from_project(
     filter: str | None = None,
     limit: int | None = None,
     examples: Iterable[Any] | Mapping[str, Any] | None = None,
-    retriever: RetrieverSelector = None,
-    question_key: str | None = None,
-    answer_key: str | None = None,
-    answer_run: str | None = None,
+    **reading: Unpack[RunReading],
 ) -> list[Sample]:
     """Samples from the traces of a LangSmith project (or experiment), read with ``client``.
 
     Root runs are listed with ``client.list_runs(project_name=..., is_root=True, filter=...,
     limit=...)`` — so ``filter`` and ``limit`` apply to traces, not to individual runs — and
     each trace's runs are then fetched by ``trace_id`` and rebuilt into a tree. ``client`` is a
-    `langsmith.Client` or anything with the same ``list_runs``.
+    `langsmith.Client` or anything with the same ``list_runs``. ``examples`` and ``reading``
+    are `samples_from_runs`'.
     """
     roots = list(
         client.list_runs(project_name=project_name, is_root=True, filter=filter, limit=limit)
@@ -393,14 +403,7 @@ def samples_from_project(
             trace.append(root)
         built = [t for t in build_run_trees(trace) if str(t.id) == str(field_of(root, "id"))]
         trees.extend(built)
-    return samples_from_runs(
-        trees,
-        examples,
-        retriever=retriever,
-        question_key=question_key,
-        answer_key=answer_key,
-        answer_run=answer_run,
-    )
+    return samples_from_runs(trees, examples, **reading)
 
 
 # --------------------------------------------------------------------------- offline client

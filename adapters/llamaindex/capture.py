@@ -38,6 +38,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from typing_extensions import TypedDict, Unpack
+
 from ragbridge.adapters._extras import install_hint
 from ragbridge.core.sample import Context, Sample
 from ragbridge.core.scoring.runner import run_sync
@@ -76,7 +78,9 @@ __all__ = [
     "CapturedRetrieval",
     "LlamaIndexEmbedder",
     "LlamaIndexJudge",
+    "QueryRunOptions",
     "RetrievalCapture",
+    "RetrieverRunOptions",
     "arun_query_engine",
     "arun_retriever",
     "capture_retrievals",
@@ -461,6 +465,22 @@ def _install() -> tuple[_EventHandler, _SpanHandler]:
 Progress = Callable[[int, int], Any]
 
 
+class QueryRunOptions(TypedDict, total=False):
+    """`arun_query_engine`'s keyword arguments, which `run_query_engine` passes on."""
+
+    max_concurrency: int
+    progress: Progress | None
+    use_ref_doc_id: bool
+
+
+class RetrieverRunOptions(TypedDict, total=False):
+    """`arun_retriever`'s keyword arguments, which `run_retriever` passes on."""
+
+    max_concurrency: int
+    use_ref_doc_id: bool
+    node_postprocessors: Sequence[Any] | None
+
+
 def _as_samples(samples: Iterable[Sample | str]) -> list[Sample]:
     out: list[Sample] = []
     for i, item in enumerate(samples):
@@ -566,12 +586,7 @@ async def arun_query_engine(
 
 
 def run_query_engine(
-    engine: Any,
-    samples: Iterable[Sample | str],
-    *,
-    max_concurrency: int = 8,
-    progress: Progress | None = None,
-    use_ref_doc_id: bool = True,
+    engine: Any, samples: Iterable[Sample | str], **options: Unpack[QueryRunOptions]
 ) -> list[Sample]:
     """Ask a LlamaIndex query engine or chat engine every sample's question; return the samples
     filled in.
@@ -593,17 +608,11 @@ def run_query_engine(
     running event loop too (the run then uses a worker thread).
 
     The captured-retrieval fallback needs instrumented components: a ``CustomQueryEngine``'s own
-    ``custom_query`` emits no events, but retrievers it calls do.
+    ``custom_query`` emits no events, but retrievers it calls do. ``options`` are
+    `QueryRunOptions` (``max_concurrency=8``, ``progress=None``, ``use_ref_doc_id=True``).
     """
     engine_kind(engine)  # refuse what cannot be asked before starting a loop
-    coro = arun_query_engine(
-        engine,
-        samples,
-        max_concurrency=max_concurrency,
-        progress=progress,
-        use_ref_doc_id=use_ref_doc_id,
-    )
-    return run_sync(coro)
+    return run_sync(arun_query_engine(engine, samples, **options))
 
 
 async def arun_retriever(
@@ -645,23 +654,13 @@ async def arun_retriever(
 
 
 def run_retriever(
-    retriever: Any,
-    samples: Iterable[Sample | str],
-    *,
-    max_concurrency: int = 8,
-    use_ref_doc_id: bool = True,
-    node_postprocessors: Sequence[Any] | None = None,
+    retriever: Any, samples: Iterable[Sample | str], **options: Unpack[RetrieverRunOptions]
 ) -> list[Sample]:
     """Retrieval only: each sample's ``contexts`` from ``retriever.aretrieve`` (after
     ``node_postprocessors``, as LlamaIndex's ``RetrieverEvaluator`` applies them), for scoring
     a retriever with the ranking measures without paying for generation. Ids are document ids
     (``ref_doc_id``) unless ``use_ref_doc_id=False``; errors are recorded per sample as in
-    `run_query_engine`. The LangChain counterpart is ``retrieve_only``."""
-    coro = arun_retriever(
-        retriever,
-        samples,
-        max_concurrency=max_concurrency,
-        use_ref_doc_id=use_ref_doc_id,
-        node_postprocessors=node_postprocessors,
-    )
-    return run_sync(coro)
+    `run_query_engine`. The LangChain counterpart is ``retrieve_only``. ``options`` are
+    `RetrieverRunOptions` (``max_concurrency=8``, ``use_ref_doc_id=True``,
+    ``node_postprocessors=None``)."""
+    return run_sync(arun_retriever(retriever, samples, **options))

@@ -14,23 +14,14 @@ retrieved ``NodeWithScore``s into `ragbridge.core.testset.SourceDocument`s for
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
-from typing import Any
 
+from ragbridge.adapters._metadata import jsonable_metadata
 from ragbridge.core.testset.documents import SourceDocument
 
 from ._framework import BaseNode, MetadataMode, NodeWithScore
 
 __all__ = ["source_documents"]
-
-
-def _jsonable(value: Any) -> Any:
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError):
-        return repr(value)
-    return value
 
 
 def source_documents(
@@ -42,7 +33,7 @@ def source_documents(
         node = item.node if isinstance(item, NodeWithScore) else item
         if not isinstance(node, BaseNode):
             raise TypeError(f"nodes[{i}] is a {type(item).__name__}, not a LlamaIndex node")
-        metadata = {str(k): _jsonable(v) for k, v in (node.metadata or {}).items()}
+        metadata = jsonable_metadata(node.metadata)
         title = metadata.get(title_key)
         ref = node.ref_doc_id
         out.append(

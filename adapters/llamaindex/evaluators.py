@@ -82,6 +82,7 @@ from .reading import (
 
 __all__ = [
     "LLAMAINDEX_PASSING",
+    "LiveOptions",
     "LiveScoring",
     "RagbridgeEvaluationResult",
     "RagbridgeEvaluator",
@@ -478,6 +479,20 @@ class _LiveCapture(RetrievalCapture):
             self._by_root.clear()
 
 
+class LiveOptions(SettingsOptions, total=False):
+    """`LiveScoring`'s keyword arguments, which `score_queries` passes on to it:
+    ``**options: Unpack[LiveOptions]``."""
+
+    sample_rate: float
+    seed: int | None
+    id_tag: str | None
+    use_ref_doc_id: bool
+    max_pending: int
+    close_timeout: float | None
+    llm: Any
+    embed_model: Any
+
+
 class LiveScoring(BackgroundScoring):
     """Scores every top-level query a LlamaIndex query engine or chat engine answers while it
     is open.
@@ -660,16 +675,8 @@ def _safe_query(event: QueryEndEvent) -> str:
 def score_queries(
     metrics: Iterable[Metric | str],
     *,
-    sample_rate: float = 1.0,
-    seed: int | None = None,
-    id_tag: str | None = SAMPLE_TAG,
-    use_ref_doc_id: bool = True,
-    max_pending: int = 1000,
-    close_timeout: float | None = None,
     settings: Settings | None = None,
-    llm: Any = None,
-    embed_model: Any = None,
-    **options: Unpack[SettingsOptions],
+    **options: Unpack[LiveOptions],
 ) -> LiveScoring:
     """Score the queries LlamaIndex query engines and chat engines answer from now on, in the
     background.
@@ -677,19 +684,7 @@ def score_queries(
     ``with score_queries(["faithfulness"], judge=judge, sample_rate=0.1) as live:
     engine.query(...)`` → ``live.evaluation``. Returns an open `LiveScoring`; use it as a
     (sync or async) context manager, or call ``close()``. See `LiveScoring` for the counters.
-    ``llm=``/``embed_model=`` are LlamaIndex's names for ``judge=``/``embedder=``.
+    ``options`` are `LiveScoring`'s keywords, with its defaults (`LiveOptions`); ``llm=``/
+    ``embed_model=`` are LlamaIndex's names for ``judge=``/``embedder=``.
     """
-    live = LiveScoring(
-        metrics,
-        sample_rate=sample_rate,
-        seed=seed,
-        id_tag=id_tag,
-        use_ref_doc_id=use_ref_doc_id,
-        max_pending=max_pending,
-        close_timeout=close_timeout,
-        settings=settings,
-        llm=llm,
-        embed_model=embed_model,
-        **options,
-    )
-    return live.open()
+    return LiveScoring(metrics, settings=settings, **options).open()

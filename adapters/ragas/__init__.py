@@ -38,6 +38,9 @@ from typing import TYPE_CHECKING
 from ragbridge.adapters._extras import install_hint
 from ragbridge.core.exports import lazy_exports
 
+INSTALL_HINT = install_hint("ragas")
+"""What to run when the ``ragas`` extra is missing."""
+
 if TYPE_CHECKING:
     from .datasets import from_hf_dataset, from_ragas_dataset, to_hf_dataset, to_ragas_dataset
     from .metrics import (
@@ -67,9 +70,6 @@ if TYPE_CHECKING:
         to_ragas_jsonl,
     )
     from .runner import aevaluate, evaluate
-
-INSTALL_HINT = install_hint("ragas")
-"""What to run when the ``ragas`` extra is missing."""
 
 _EXPORTS: dict[str, str] = {
     "EXTRAS_KEY": "rows",
