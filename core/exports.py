@@ -29,8 +29,12 @@ def lazy_exports(
         module = exports.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f".{module}", package), name)
-        namespace[name] = value
+        source = importlib.import_module(f".{module}", package)
+        value = getattr(source, name)
+        # A name the module serves through its own __getattr__ (a deprecated alias that warns) is
+        # not kept: it is looked up again on each use, so each use warns.
+        if name in vars(source):
+            namespace[name] = value
         return value
 
     def __dir__() -> list[str]:

@@ -52,6 +52,8 @@ def test_the_former_name_warns_naming_the_new_one_and_scores_the_same(
     with pytest.warns(DeprecationWarning, match="score_sample is deprecated: use score_ranking"):
         old = module.score_sample
     assert old is score_ranking
+    with pytest.warns(DeprecationWarning, match="score_sample is deprecated"):  # every use warns
+        assert module.score_sample is score_ranking
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the new name itself never warns
         new = score_ranking(labelled(), MEASURES)
