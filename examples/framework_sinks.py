@@ -6,7 +6,7 @@ LlamaIndex evaluator, and a pytest assertion — one implementation, four front 
 numbers. Then the other direction: DeepEval's and RAGAS's own metrics running on a ragbridge
 judge and cache (here `CountingJudge`, a stand-in for your LLM judge that answers any schema).
 
-Run: ``python examples/framework_sinks.py`` (needs ``pip install "ragbridge[all]"``).
+Run: ``python examples/framework_sinks.py`` (needs ``pip install ".[all]"``).
 """
 
 from __future__ import annotations

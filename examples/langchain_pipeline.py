@@ -99,7 +99,7 @@ def main() -> None:
     if importlib.util.find_spec("tokenizers"):  # the default embedder's one extra dependency
         metrics.append("faithfulness:offline")
     else:
-        print('\n(offline faithfulness skipped: pip install "ragbridge[local]")')
+        print('\n(offline faithfulness skipped: pip install ".[local]")')
     evaluation = evaluate(ran, metrics)
     metrics = evaluation.metrics  # "faithfulness:offline" is scored under the name "faithfulness"
     print(f"\n{'sample':<7} {'retrieved':<20} " + " ".join(f"{m:>20}" for m in metrics))

@@ -1,7 +1,7 @@
 """Score a LangSmith-traced RAG pipeline's retrieval with ragbridge, fully offline.
 
 Run from the repository root:  python examples/langsmith_traces.py
-Needs the langsmith extra (``pip install "ragbridge[langsmith]"``); no network, no API key.
+Needs the langsmith extra (``pip install ".[langsmith]"``); no network, no API key.
 
 Why this shape: a pipeline already traced with ``@traceable`` records everything a `Sample`
 needs. ``langsmith.evaluate`` runs the pipeline over a labelled dataset and hands each trace (a

@@ -1,7 +1,7 @@
 """LlamaIndex's BatchEvalRunner notebook, with ragbridge's evaluators swapped in, offline.
 
 Run from the repository root:  python examples/llamaindex_batch_eval.py
-(needs ``pip install "ragbridge[llamaindex]"``; no network, no API key)
+(needs ``pip install ".[llamaindex]"``; no network, no API key)
 
 The shape follows LlamaIndex's public notebook "BatchEvalRunner - Running Multiple Evaluations"
 (run-llama/llama_index, docs/examples/evaluation/batch_eval.ipynb, MIT licence): build an

@@ -1,7 +1,7 @@
 """Evaluate the retrieval of a LlamaIndex query engine on questions labelled by document id.
 
 Run from the repository root:  python examples/llamaindex_pipeline.py
-(needs ``pip install "ragbridge[llamaindex]"``; no network, no API key)
+(needs ``pip install ".[llamaindex]"``; no network, no API key)
 
 Why this shape: relevance is labelled on the *documents* a team owns, while the index splits them
 into chunks with fresh node ids. `run_query_engine` reports each retrieved chunk under its source

@@ -1,7 +1,7 @@
 """LlamaIndex's retriever-evaluation notebook, with ragbridge's RetrieverEvaluator swapped in.
 
 Run from the repository root:  python examples/llamaindex_retriever_eval.py
-(needs ``pip install "ragbridge[llamaindex]"``; no network, no API key)
+(needs ``pip install ".[llamaindex]"``; no network, no API key)
 
 The shape follows LlamaIndex's public notebook "Retrieval Evaluation" (run-llama/llama_index,
 docs/examples/evaluation/retrieval/retriever_eval.ipynb, MIT licence): split documents into

@@ -15,7 +15,7 @@ What differs from the guide:
   and ragbridge's hashing embedder). In your code keep your models:
   ``evaluator_llm = LangchainLLMWrapper(ChatOpenAI(model="gpt-4o"))`` works as it is.
 
-Run: ``python examples/ragas_getting_started.py`` (needs ``pip install "ragbridge[ragas]"``).
+Run: ``python examples/ragas_getting_started.py`` (needs ``pip install ".[ragas]"``).
 """
 
 from __future__ import annotations

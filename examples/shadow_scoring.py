@@ -23,13 +23,13 @@ What it shows:
    timings, chunk counts and retrieval misses, and the sampled ones with their scores.
 
 To use a real judge, give any judge ragbridge accepts instead of the scripted one, e.g. an
-OpenAI-compatible endpoint (``pip install "ragbridge[openai]"``)::
+OpenAI-compatible endpoint (``pip install ".[openai]"``)::
 
     from ragbridge.adapters.openai import OpenAIJudge
     judge = OpenAIJudge("gpt-4o-mini")                      # reads OPENAI_API_KEY
     # or a LangChain chat model / LlamaIndex LLM object: judge=ChatOpenAI(model="gpt-4o-mini")
 
-and add an OpenTelemetry exporter next to the store (``pip install "ragbridge[otel]"``)::
+and add an OpenTelemetry exporter next to the store (``pip install ".[otel]"``)::
 
     from ragbridge.adapters.otel import OpenTelemetrySink
     from ragbridge.core.monitoring import MonitorStore, StoreSink

@@ -20,6 +20,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ragbridge.adapters._extras import install_hint
 from ragbridge.adapters.cli import console
 from ragbridge.adapters.cli.argtypes import positive_int
 from ragbridge.adapters.cli.errors import UserError
@@ -76,7 +77,7 @@ def check_cluster(args: argparse.Namespace) -> None:
     try:
         import distributed  # noqa: F401
     except ImportError:
-        raise UserError('--dask needs Dask distributed: pip install "ragbridge[dask]"') from None
+        raise UserError(f"--dask needs Dask distributed: {install_hint('dask')}") from None
     if getattr(args, "repeat", 1) > 1:
         raise UserError("--repeat and --dask: give one (repeats run on this machine)")
     if args.cache == ":memory:":

@@ -99,7 +99,8 @@ def resolve_metrics(metrics: Iterable[Metric | str]) -> list[Metric]:
     return out
 
 
-LOCAL_EXTRA_HINT = 'pip install "ragbridge[local]"'
+# Worded as adapters._extras.install_hint words it (the core cannot import the adapters).
+LOCAL_EXTRA_HINT = 'pip install ".[local]" (in your ragbridge clone)'
 
 
 def default_embedder() -> Embedder:
