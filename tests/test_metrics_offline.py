@@ -360,7 +360,7 @@ def test_offline_metrics_without_an_embedder_use_the_local_one_or_name_the_extra
         return real_import(name, package)
 
     monkeypatch.setattr(runner.importlib, "import_module", missing)
-    with pytest.raises(ImportError, match=r'pip install "ragbridge\[local\]"'):
+    with pytest.raises(ImportError, match=r'pip install "\.\[local\]" \(in your ragbridge clone\)'):
         evaluate([sample], [Faithfulness(provider="offline")])
 
 
