@@ -28,6 +28,12 @@ Why it is built this way:
   and a ``hint`` ("check OPENAI_API_KEY") so a run that cannot succeed stops early with one
   line. A refused connection is retried once, then treated the same way. Other 4xx belong to
   one request and carry the server's own message, usually the only useful diagnosis.
+* **Log-probabilities when the engine asks.** A request asking for them
+  (`ragbridge.core.judging.judge.logprobs_wanted`: a scored criterion) sends ``"logprobs": true,
+  "top_logprobs": k`` (k at most 20, OpenAI's limit) and reads ``choices[0].logprobs.content``
+  into the reply's `TokenLogprob`s. A server that refuses them with a 400 naming them gets the
+  call again without, once, and is remembered (`ragbridge.adapters.openai_dialect`); a forced
+  tool call asks for none (its arguments have no content tokens).
 * **The engine's timeout is the timeout.** ``timeout=None`` (default) makes every request use
   the attempt timeout of the engine running it, so ``Settings(timeout=...)``/``--timeout``
   bound a hung server; an explicit ``timeout`` is a ceiling on top.
@@ -66,9 +72,11 @@ from typing_extensions import TypedDict, Unpack
 from ragbridge.adapters._extras import install_hint, missing_extra
 from ragbridge.adapters.openai_dialect import (
     LADDER,
+    MAX_TOP_LOGPROBS,
     Mode,
     dialects,
     refuses_format,
+    refuses_logprobs,
     response_format,
 )
 from ragbridge.core.judging.error_text import describe_error
@@ -84,7 +92,9 @@ from ragbridge.core.judging.judge import (
     ServerError,
     attempt_timeout,
     classify_error,
+    logprobs_wanted,
 )
+from ragbridge.core.judging.logprobs import openai_logprobs
 from ragbridge.core.judging.reply_format import reply_spec
 from ragbridge.core.results.evaluation import Usage
 from ragbridge.core.scoring.partitions import readable_url
@@ -406,7 +416,31 @@ class OpenAIJudge(_OpenAIHTTP):
     async def generate(
         self, messages: Sequence[Message], *, schema: type[BaseModel] | None = None
     ) -> JudgeReply:
-        """One chat completion; with a schema, constrained as ``structured`` says."""
+        """One chat completion; with a schema, constrained as ``structured`` says.
+
+        With log-probabilities asked (`logprobs_wanted`) and refused by the server, the call is
+        made once more without them (the endpoint remembers): a reply without them beats none.
+        """
+        try:
+            return await self._generate(messages, schema)
+        except _LogprobsRefused:
+            return await self._generate(messages, schema)
+
+    @property
+    def logprobs_refused(self) -> bool:
+        """Whether this endpoint refused log-probabilities (later calls ask for none)."""
+        return dialects.endpoint(self.base_url, self.model).logprobs_refused
+
+    def _top_logprobs(self, mode: str) -> int | None:
+        """Alternatives per token to ask for on this call, or None to ask for no logprobs."""
+        wanted = logprobs_wanted.get()
+        if wanted is None or mode == "tool" or self.logprobs_refused:
+            return None
+        return min(wanted, MAX_TOP_LOGPROBS)
+
+    async def _generate(
+        self, messages: Sequence[Message], schema: type[BaseModel] | None
+    ) -> JudgeReply:
         if schema is None or self.structured == "none":
             return await self._complete(messages, None, mode="none")
         if self.structured == "auto":
@@ -464,7 +498,11 @@ class OpenAIJudge(_OpenAIHTTP):
         return budget if self.max_tokens is None else min(budget, self.max_tokens)
 
     def _payload(
-        self, messages: Sequence[Message], schema: type[BaseModel] | None, mode: str
+        self,
+        messages: Sequence[Message],
+        schema: type[BaseModel] | None,
+        mode: str,
+        top_logprobs: int | None = None,
     ) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "model": self.model,
@@ -491,15 +529,22 @@ class OpenAIJudge(_OpenAIHTTP):
                 }
             ]
             payload["tool_choice"] = {"type": "function", "function": {"name": name}}
+        if top_logprobs is not None:
+            payload["logprobs"] = True
+            payload["top_logprobs"] = top_logprobs
         payload.update(self.extra_body)
         return payload
 
     async def _complete(
         self, messages: Sequence[Message], schema: type[BaseModel] | None, *, mode: str
     ) -> JudgeReply:
-        response = await self._post(self._payload(messages, schema, mode))
+        top = self._top_logprobs(mode)
+        response = await self._post(self._payload(messages, schema, mode, top))
         if response.is_error:
             error = self._error_for(response)
+            if top is not None and refuses_logprobs(response.status_code, response.text):
+                dialects.endpoint(self.base_url, self.model).logprobs_refused = True
+                raise _LogprobsRefused(str(error))
             if self.structured == "auto":
                 if mode != "none" and refuses_format(response.status_code, response.text):
                     raise _ResponseFormatRefused(str(error))
@@ -514,7 +559,10 @@ class OpenAIJudge(_OpenAIHTTP):
             arguments = _tool_arguments(calls[0])
             return JudgeReply(text=arguments, parsed=_validate(arguments, schema), usage=usage)
         # JSON mode and plain chat: the engine extracts and validates the object (and repairs).
-        return JudgeReply(text=_content_text(message.get("content")), usage=usage)
+        logprobs = openai_logprobs(body["choices"][0].get("logprobs")) if top is not None else None
+        return JudgeReply(
+            text=_content_text(message.get("content")), usage=usage, logprobs=logprobs
+        )
 
 
 class OpenAIEmbedder(_OpenAIHTTP):
@@ -564,6 +612,10 @@ class OpenAIEmbedder(_OpenAIHTTP):
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+class _LogprobsRefused(Exception):
+    """Internal: the server said no to ``logprobs``; the call is made again without them."""
 
 
 class _ResponseFormatRefused(Exception):

@@ -20,6 +20,12 @@ to step past, not a fault to retry. The first rung that gets a reply is remember
 call per endpoint and event loop probes: the others wait for its answer, so a run pays for one
 detection, not one per call in flight.
 
+Log-probabilities are a dialect too: OpenAI returns them (``"logprobs": true, "top_logprobs":
+k``, at most `MAX_TOP_LOGPROBS` alternatives), some models and servers refuse the fields with a
+400 naming them (`refuses_logprobs`). The judge then asks once more without them and the endpoint
+remembers (`_Endpoint.logprobs_refused`): its replies carry none, and a scored criterion weights
+nothing, falling back to the integer it read.
+
 The schema sent is the reply model's JSON Schema made self-contained (``$ref`` inlined) and, for
 strict mode, closed: every object lists all its properties as required and allows no others, as
 OpenAI's strict mode demands (`strict_schema`). Where the request fixes a list's length (one
@@ -43,11 +49,13 @@ from pydantic import BaseModel
 
 __all__ = [
     "LADDER",
+    "MAX_TOP_LOGPROBS",
     "Dialects",
     "Mode",
     "dialects",
     "forget_dialects",
     "refuses_format",
+    "refuses_logprobs",
     "response_format",
     "strict_schema",
 ]
@@ -80,6 +88,20 @@ def refuses_format(status: int, body: str) -> bool:
         return False
     text = body[:8000].lower()
     return any(word in text for word in _FORMAT_WORDS)
+
+
+MAX_TOP_LOGPROBS = 20
+"""The most alternatives per token OpenAI's ``top_logprobs`` takes (a larger value is a 400)."""
+
+
+def refuses_logprobs(status: int, body: str) -> bool:
+    """Does this error refuse the log-probabilities the request asked for?
+
+    A 400/415/422 (or a 500: a server that fails on the field) whose body names them, as
+    OpenAI's "Unsupported parameter: 'logprobs' is not supported with this model." does. Only
+    asked when the request carried them; the judge then retries it once without.
+    """
+    return status in (400, 415, 422, 500) and "logprob" in body[:8000].lower()
 
 
 def _closed(node: Any, defs: Mapping[str, Any], strict: bool, depth: int = 0) -> Any:
@@ -156,6 +178,8 @@ class _Endpoint:
 
     def __init__(self) -> None:
         self.mode: Mode | None = None
+        self.logprobs_refused = False
+        """Set when the endpoint refused ``logprobs``: later calls no longer ask for them."""
         self.probes = 0
         """Detection rounds started (a test and a report read it)."""
         self._probing: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Event] = (

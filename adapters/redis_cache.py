@@ -21,7 +21,9 @@ or ``prefix=`` says otherwise; ``1`` is `REDIS_FORMAT_VERSION`), so several team
 can share one database and a future layout never misreads this one:
 
 * ``PREFIX:1:reply:KEY`` — a hash: ``text``, ``prompt_tokens``, ``completion_tokens``, ``model``,
-  ``template_id``, ``template_version``, ``facts``, ``created`` (absent fields: not recorded);
+  ``template_id``, ``template_version``, ``facts``, ``logprobs`` (the reply's token
+  log-probabilities as `ragbridge.core.cache.stored.logprobs_json` writes them, the SQLite file's
+  bytes), ``created`` (absent fields: not recorded);
 * ``PREFIX:1:emb:MODEL:TEXT_HASH`` — a string: the float32 bytes (the dimension is its length / 4);
 * ``PREFIX:1:result:KEY`` — a hash: ``score`` (the Score's JSON), ``metric``, ``code``, ``created``.
 
@@ -79,6 +81,8 @@ from ragbridge.core.cache.stored import (
     CacheStats,
     decode_vector,
     encode_vectors,
+    logprobs_json,
+    read_logprobs,
     stored_meta,
     text_hash,
 )
@@ -212,21 +216,34 @@ class RedisCache(BackendBase):
     # -- replies -----------------------------------------------------------------------------
 
     def get_reply(self, key: str) -> CachedReply | None:
-        """The reply stored under ``key``, or None on a miss (one round trip)."""
+        """The reply stored under ``key``, or None on a miss (one round trip).
+
+        As in the SQLite file, unreadable stored log-probabilities make the entry a miss.
+        """
         client = self._open()
-        text, prompt, completion = self._call(
+        text, prompt, completion, stored = self._call(
             "get_reply",
             lambda: client.hmget(
-                self._key("reply", key), ["text", "prompt_tokens", "completion_tokens"]
+                self._key("reply", key),
+                ["text", "prompt_tokens", "completion_tokens", "logprobs"],
             ),
         )
+        logprobs = None
+        if text is not None:
+            try:
+                logprobs = read_logprobs(stored)
+            except ValueError:
+                text = None
         with self._lock:
             if text is None:
                 self._misses += 1
                 return None
             self._hits += 1
         return CachedReply(
-            text=_text(text), prompt_tokens=_int(prompt), completion_tokens=_int(completion)
+            text=_text(text),
+            prompt_tokens=_int(prompt),
+            completion_tokens=_int(completion),
+            logprobs=logprobs,
         )
 
     def put_reply(self, key: str, reply: CachedReply, **meta: Unpack[ReplyMeta]) -> None:
@@ -247,6 +264,9 @@ class RedisCache(BackendBase):
         fields.update(
             (field, value) for field, value in kept._asdict().items() if value is not None
         )
+        logprobs = logprobs_json(reply.logprobs)
+        if logprobs is not None:
+            fields["logprobs"] = logprobs
         name = self._key("reply", key)
         pipe = self._open().pipeline(transaction=True)
         pipe.delete(name)

@@ -31,6 +31,15 @@ asking for another is refused before its mode is taken, with ``refuse="llamacpp"
 llama-cpp-python's server does (HTTP 500, a pydantic validation error in the body) or with
 ``refuse="400"`` (a 400 naming ``response_format``). None (the default) accepts anything.
 
+Log-probabilities: a chat request with ``"logprobs": true`` gets ``choices[0].logprobs.content``
+as OpenAI sends it, each token with its ``top_logprobs`` (at most the request's ``top_logprobs``).
+``logprobs`` scripts them: one token list per reply that asks (the last repeats), or a function
+of the messages giving one; a token is ``"text"``, ``("text", logprob)`` or ``("text", logprob,
+{alternative: logprob, ...})`` (alternatives best first), and the reply's content is then the
+tokens' text joined. Without a script the content is cut into words, spaces and signs, each at
+`DEFAULT_LOGPROB` with made-up alternatives. ``refuse_logprobs=True`` answers any request asking
+for them with OpenAI's 400 for a model without them (kept in ``refused_logprobs``).
+
 Use it as a context manager or through a fixture::
 
     with FakeOpenAI() as server:
@@ -42,11 +51,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -57,7 +67,17 @@ import pytest
 from ragbridge.core.judging.judge import Message
 from ragbridge.core.testing import HashEmbedder, minimal_reply, wrong_reply
 
-__all__ = ["MODES", "FakeOpenAI", "Request", "fake_openai", "free_port", "response_format_kind"]
+__all__ = [
+    "DEFAULT_LOGPROB",
+    "MODES",
+    "FakeOpenAI",
+    "LogprobScript",
+    "Request",
+    "ScriptedToken",
+    "fake_openai",
+    "free_port",
+    "response_format_kind",
+]
 
 MODES = (
     "ok",
@@ -74,6 +94,19 @@ MODES = (
 ROUTES = {"/v1/chat/completions": "chat", "/v1/embeddings": "embeddings"}
 
 Answer = Callable[[list[Message]], str]
+
+ScriptedToken = str | tuple[str, float] | tuple[str, float, Mapping[str, float]]
+"""One token of a scripted reply: its text, with its log-probability and alternatives if given."""
+
+LogprobScript = (
+    Sequence[Sequence[ScriptedToken]] | Callable[[list[Message]], Sequence[ScriptedToken]]
+)
+"""Token lists, one per reply asking for log-probabilities (the last repeats), or a function."""
+
+DEFAULT_LOGPROB = -0.25
+"""The log-probability of a token nobody scripted (its made-up alternatives are lower)."""
+
+_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
 
 
 @dataclass(frozen=True)
@@ -118,8 +151,15 @@ class FakeOpenAI:
         delay: float = 0.0,
         formats: Collection[str] | None = None,
         refuse: str = "llamacpp",
+        logprobs: LogprobScript | None = None,
+        refuse_logprobs: bool = False,
     ) -> None:
         self.answer = answer
+        self.logprobs = logprobs
+        self.refuse_logprobs = refuse_logprobs
+        self.refused_logprobs: list[dict[str, Any]] = []
+        """Bodies of chat requests refused for asking for log-probabilities."""
+        self._logprob_replies = 0
         self.formats = None if formats is None else frozenset(formats)
         self.refuse = refuse
         self.refused: list[dict[str, Any]] = []
@@ -218,6 +258,10 @@ class FakeOpenAI:
             content = self.answer(messages)
         else:
             content = minimal_reply(messages)
+        logprobs = None
+        if body.get("logprobs") is True:
+            content, tokens = self._tokens(messages, content, int(body.get("top_logprobs") or 0))
+            logprobs = {"content": tokens, "refusal": None}
         prompt = sum(len(str(m.get("content", ""))) for m in messages) // 4
         return {
             "id": "chatcmpl-fake",
@@ -227,6 +271,7 @@ class FakeOpenAI:
                 {
                     "index": 0,
                     "message": {"role": "assistant", "content": content},
+                    "logprobs": logprobs,
                     "finish_reason": "stop",
                 }
             ],
@@ -236,6 +281,23 @@ class FakeOpenAI:
                 "total_tokens": max(1, prompt) + max(1, len(content) // 4),
             },
         }
+
+    def _tokens(
+        self, messages: list[Message], content: str, top: int
+    ) -> tuple[str, list[dict[str, Any]]]:
+        """The reply's content and its ``logprobs.content``: scripted, else made up."""
+        scripted: Sequence[ScriptedToken] | None = None
+        if callable(self.logprobs):
+            scripted = self.logprobs(messages)
+        elif self.logprobs is not None:
+            with self._lock:
+                position = min(self._logprob_replies, len(self.logprobs) - 1)
+                self._logprob_replies += 1
+            scripted = self.logprobs[position]
+        if scripted is None:
+            scripted = [_made_up(text, top) for text in _TOKEN.findall(content)]
+        tokens = [_token_entry(token, top) for token in scripted]
+        return "".join(t["token"] for t in tokens), tokens
 
     def _embeddings_ok(self, body: dict[str, Any], wrong: bool = False) -> dict[str, Any]:
         raw = body.get("input", [])
@@ -251,6 +313,30 @@ class FakeOpenAI:
             ],
             "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)},
         }
+
+
+def _made_up(text: str, top: int) -> ScriptedToken:
+    """An unscripted token: itself at `DEFAULT_LOGPROB`, then ``top - 1`` lower alternatives."""
+    alternatives = {text: DEFAULT_LOGPROB}
+    alternatives.update({f"{text}~{i}": DEFAULT_LOGPROB - 1.0 - i for i in range(1, top)})
+    return (text, DEFAULT_LOGPROB, alternatives)
+
+
+def _token_entry(token: ScriptedToken, top: int) -> dict[str, Any]:
+    """One ``logprobs.content`` item as OpenAI sends it, with at most ``top`` alternatives."""
+    if isinstance(token, str):
+        token = (token, DEFAULT_LOGPROB, {token: DEFAULT_LOGPROB})
+    text, logprob = token[0], token[1]
+    alternatives: Mapping[str, float] = token[2] if len(token) == 3 else {}
+    return {
+        "token": text,
+        "logprob": logprob,
+        "bytes": list(text.encode("utf-8")),
+        "top_logprobs": [
+            {"token": alt, "logprob": value, "bytes": list(alt.encode("utf-8"))}
+            for alt, value in list(alternatives.items())[:top]
+        ],
+    }
 
 
 def response_format_kind(body: dict[str, Any]) -> str | None:
@@ -300,6 +386,14 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 body = {}
             headers = {k.lower(): v for k, v in self.headers.items()}
+            if route == "chat" and server.refuse_logprobs and body.get("logprobs"):
+                with server._lock:
+                    server.refused_logprobs.append(body)
+                message = "Unsupported parameter: 'logprobs' is not supported with this model."
+                error = _error_body(message, "invalid_request_error", "unsupported_parameter")
+                error["error"]["param"] = "logprobs"
+                self._send(400, error)
+                return
             if route == "chat" and server._refuses(body):
                 with server._lock:
                     server.refused.append(body)

@@ -312,6 +312,7 @@ def test_file_uses_wal_and_expected_schema(db: Path) -> None:
         "created",
         "template_version",
         "facts",
+        "logprobs",
     ]
     assert embeddings == ["model", "text_hash", "dim", "vector", "created"]
     assert version == (str(SCHEMA_VERSION),)
@@ -513,7 +514,7 @@ def test_a_file_of_the_first_layout_gains_the_new_columns_and_keeps_its_rows(db:
         assert group.unknown_age == 0
     with closing(sqlite3.connect(db)) as raw, raw:
         columns = [r[1] for r in raw.execute("PRAGMA table_info(replies)")]
-    assert columns[-2:] == ["template_version", "facts"]
+    assert columns[-3:] == ["template_version", "facts", "logprobs"]
 
 
 def test_replies_keep_their_template_version_and_facts(db: Path) -> None:

@@ -6,6 +6,13 @@ tried by method once per schema and cached, with the engine's text parsing as th
 structured call that parses to nothing comes back as text, so the engine repairs it rather than
 taking it for an answer. Provider errors go through core's `classify_error`, like every other
 adapter's, so all of them retry the same errors.
+
+Token log-probabilities (asked for by a scored criterion through `logprobs_wanted`) are read from
+a reply's ``response_metadata["logprobs"]``, the OpenAI object ChatOpenAI passes on, by the reader
+`ragbridge.adapters.openai` uses. They are asked for only of a chat model that declares OpenAI's
+``logprobs``/``top_logprobs`` fields (ChatOpenAI and its kin), by binding them to a plain call;
+another model would send the unknown fields to its provider. A model that refuses them gets the
+call again without, and is not asked again.
 """
 
 from __future__ import annotations
@@ -19,7 +26,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ragbridge.core.judging.judge import JudgeReply, Message, classify_error
+from ragbridge.adapters.openai_dialect import MAX_TOP_LOGPROBS, refuses_logprobs
+from ragbridge.core.judging.judge import (
+    JudgeReply,
+    Message,
+    PermanentJudgeError,
+    TokenLogprob,
+    classify_error,
+    logprobs_wanted,
+)
+from ragbridge.core.judging.logprobs import openai_logprobs
 from ragbridge.core.results.evaluation import Usage
 
 from ._framework import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -114,6 +130,14 @@ def _raw_text(message: Any) -> str:
     return message_text(message)
 
 
+def _logprobs(message: Any) -> tuple[TokenLogprob, ...] | None:
+    """The reply's token log-probabilities, when asked for and its metadata holds them."""
+    if logprobs_wanted.get() is None:
+        return None
+    metadata = getattr(message, "response_metadata", None)
+    return openai_logprobs(metadata.get("logprobs")) if isinstance(metadata, Mapping) else None
+
+
 _STRUCTURED_METHODS = ("function_calling", "json_mode")
 
 
@@ -133,6 +157,9 @@ class LangChainJudge:
         self.model: str = _model_name(chat_model)
         self._structured: dict[type[BaseModel], tuple[str | None, Any]] = {}
         self._lock = threading.Lock()
+        fields = getattr(type(chat_model), "model_fields", {})
+        # OpenAI's fields (ChatOpenAI): log-probabilities can be asked for; cleared on a refusal.
+        self._asks_logprobs = "logprobs" in fields and "top_logprobs" in fields
 
     def _runnable_for(self, schema: type[BaseModel]) -> tuple[str | None, Any]:
         """The structured runnable for ``schema`` (built once), or ``(None, None)`` for plain."""
@@ -165,8 +192,28 @@ class LangChainJudge:
                 if runnable is not None:
                     result = await runnable.ainvoke(lc_messages)
                     return self._structured_reply(result, schema)
-            reply = await self.chat_model.ainvoke(lc_messages)
-        return JudgeReply(text=_raw_text(reply), usage=_usage(reply))
+            reply = await self._plain(lc_messages)
+        return JudgeReply(text=_raw_text(reply), usage=_usage(reply), logprobs=_logprobs(reply))
+
+    async def _plain(self, lc_messages: list[BaseMessage]) -> Any:
+        """A plain call, asking for log-probabilities when wanted and the model takes them;
+        refused (a 400 naming them), made once more without and not asked again."""
+        wanted = logprobs_wanted.get()
+        if wanted is None or not self._asks_logprobs:
+            return await self.chat_model.ainvoke(lc_messages)
+        top = min(wanted, MAX_TOP_LOGPROBS)
+        try:
+            bound = self.chat_model.bind(logprobs=True, top_logprobs=top)
+            return await bound.ainvoke(lc_messages)
+        except Exception as exc:
+            status = getattr(exc, "status_code", None)
+            refused = isinstance(map_error(exc), PermanentJudgeError) and refuses_logprobs(
+                status if isinstance(status, int) else 400, str(exc)
+            )
+            if not refused:
+                raise
+        self._asks_logprobs = False
+        return await self.chat_model.ainvoke(lc_messages)
 
     @staticmethod
     def _structured_reply(result: Any, schema: type[BaseModel]) -> JudgeReply:
@@ -174,7 +221,9 @@ class LangChainJudge:
         parsed = result.get("parsed") if isinstance(result, Mapping) else None
         usage = _usage(raw)
         if parsed is None:
-            return JudgeReply(text=_raw_text(raw), parsed=None, usage=usage)
+            return JudgeReply(
+                text=_raw_text(raw), parsed=None, usage=usage, logprobs=_logprobs(raw)
+            )
         if isinstance(parsed, BaseModel):
             return JudgeReply(text=parsed.model_dump_json(), parsed=parsed, usage=usage)
         return JudgeReply(text=json.dumps(parsed, default=str), parsed=parsed, usage=usage)

@@ -62,7 +62,11 @@ class CacheBackend(Protocol):
 
     def put_reply(self, key: str, reply: CachedReply, **meta: Unpack[ReplyMeta]) -> None:
         """Store ``reply`` under ``key`` with its metadata (`ReplyMeta`: ``model=``,
-        ``template_id=``, optional ``template_version=`` and ``facts=``)."""
+        ``template_id=``, optional ``template_version=`` and ``facts=``).
+
+        The reply's ``logprobs`` are kept as `ragbridge.core.cache.stored.logprobs_json`
+        writes them and read back by `ragbridge.core.cache.stored.read_logprobs`, so every
+        backend hands back equal ones; an entry whose stored form is unreadable is a miss."""
         ...
 
     def get_embeddings(self, model: str, texts: Sequence[str]) -> list[list[float] | None]: ...

@@ -37,7 +37,15 @@ from typing_extensions import Unpack
 from .backend import BackendBase, CacheBackend, is_cache_url, open_backend, redact_url
 from .maintenance import CacheMaintenance
 from .sqlite_io import in_chunks, transaction
-from .stored import CachedReply, decode_vector, encode_vectors, stored_meta, text_hash
+from .stored import (
+    CachedReply,
+    decode_vector,
+    encode_vectors,
+    logprobs_json,
+    read_logprobs,
+    stored_meta,
+    text_hash,
+)
 
 if TYPE_CHECKING:
     from .stored import ReplyMeta, Vectors
@@ -87,6 +95,7 @@ _ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("replies", "template_version", "TEXT"),
     ("replies", "facts", "TEXT"),
     ("embeddings", "created", "REAL"),
+    ("replies", "logprobs", "TEXT"),
 )
 
 
@@ -248,41 +257,63 @@ class Cache(CacheMaintenance, BackendBase):
     # -- replies ---------------------------------------------------------------------------
 
     def get_reply(self, key: str) -> CachedReply | None:
-        """The reply stored under ``key`` (see :func:`cache_key`), or None on a miss."""
+        """The reply stored under ``key`` (see :func:`cache_key`), or None on a miss.
+
+        A row whose stored log-probabilities are unreadable (`read_logprobs`) is a miss too:
+        the request is sent again and its put replaces the row.
+        """
         with self._lock:
             row = (
                 self._connection()
                 .execute(
-                    "SELECT text, prompt_tokens, completion_tokens FROM replies WHERE key = ?",
+                    "SELECT text, prompt_tokens, completion_tokens, logprobs "
+                    "FROM replies WHERE key = ?",
                     (key,),
                 )
                 .fetchone()
             )
+            logprobs = None
+            if row is not None:
+                try:
+                    logprobs = read_logprobs(row[3])
+                except ValueError:
+                    row = None
             if row is None:
                 self._misses += 1
                 return None
             self._hits += 1
-        text, prompt_tokens, completion_tokens = row
+        text, prompt_tokens, completion_tokens, _ = row
         return CachedReply(
             text=text,
             prompt_tokens=int(prompt_tokens or 0),
             completion_tokens=int(completion_tokens or 0),
+            logprobs=logprobs,
         )
 
     def put_reply(self, key: str, reply: CachedReply, **meta: Unpack[ReplyMeta]) -> None:
         """Store ``reply`` under ``key`` and commit at once (a later put replaces it).
 
         ``meta`` (`ReplyMeta`: ``model=``, ``template_id=``, optional ``template_version=`` and
-        ``facts=``) is stored beside it for ``ragbridge cache`` to inspect and prune by.
+        ``facts=``) is stored beside it for ``ragbridge cache`` to inspect and prune by; the
+        reply's log-probabilities, if any, as `logprobs_json`.
         """
         kept = stored_meta(reply, meta)
+        logprobs = logprobs_json(reply.logprobs)
         with self._lock:
             self._writable().execute(
                 "INSERT OR REPLACE INTO replies "
                 "(key, text, prompt_tokens, completion_tokens, created, "
-                "model, template_id, template_version, facts) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, reply.text, reply.prompt_tokens, reply.completion_tokens, time.time(), *kept),
+                "model, template_id, template_version, facts, logprobs) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key,
+                    reply.text,
+                    reply.prompt_tokens,
+                    reply.completion_tokens,
+                    time.time(),
+                    *kept,
+                    logprobs,
+                ),
             )
 
     # -- embeddings ------------------------------------------------------------------------

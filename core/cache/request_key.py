@@ -96,6 +96,7 @@ def cache_key(
     schema: Mapping[str, Any] | None,
     params: Mapping[str, Any] | None = None,
     schema_json: str | None = None,
+    logprobs: int | None = None,
 ) -> str:
     """The sha256 hex key of one judge request.
 
@@ -109,6 +110,12 @@ def cache_key(
     ``schema``): the engine computes it once per schema class, since rebuilding and
     re-serialising a JSON Schema for every request cost more than the rest of a call. Either
     way the key is the same.
+
+    ``logprobs`` is how many alternatives per token the request asks the judge's
+    log-probabilities for (None: none, and the key is the one it always was). A request that
+    asks for them is another request: its reply is stored with them, or with none when the
+    judge could not give them, and is not taken for the reply of a request without them, nor
+    of one asking a different number (the weighted score depends on it).
     """
     if schema_json is not None:
         if schema is not None:
@@ -118,8 +125,12 @@ def cache_key(
         schema_part = canonical_json(schema, "schema")
     # The blob is what json.dumps(parts, sort_keys=True, ...) of the dict of parts gives: the
     # parts in sorted key order, each serialised alone, so a pre-serialised schema fits in.
+    asked: tuple[tuple[str, str], ...] = ()
+    if logprobs is not None:
+        asked = (("logprobs", canonical_json(logprobs, "logprobs")),)
     parts = (
         ("format", str(CACHE_FORMAT_VERSION)),
+        *asked,  # only when asked: every other key stays as it was
         ("messages", _messages_json(messages)),
         ("model", canonical_json(model, "model")),
         ("params", canonical_json(params if params is not None else {}, "params")),

@@ -3,8 +3,9 @@
 A networked backend (`ragbridge.core.cache.backend`; Redis in the adapters) stores the same
 bytes as the SQLite file (`ragbridge.core.cache.disk`), so the two answer alike and cannot drift:
 the helpers here are the one definition of each stored form (a text's digest, a reply's facts,
-a vector's bytes), and the records are what any backend returns (`CachedReply`, `CacheStats`)
-or what the SQLite file's housekeeping reports (`ReplyRow`, `ReplyGroup`, `EmbeddingGroup`).
+a reply's token log-probabilities, a vector's bytes), and the records are what any backend
+returns (`CachedReply`, `CacheStats`) or what the SQLite file's housekeeping reports
+(`ReplyRow`, `ReplyGroup`, `EmbeddingGroup`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import TypedDict
 
+from ..judging.judge import TokenLogprob
+from ..judging.logprobs import usable_logprobs
 from .request_key import canonical_value
 
 __all__ = [
@@ -34,6 +37,8 @@ __all__ = [
     "decode_vector",
     "encode_vectors",
     "facts_json",
+    "logprobs_json",
+    "read_logprobs",
     "stored_meta",
     "text_hash",
 ]
@@ -60,6 +65,54 @@ def facts_json(facts: Mapping[str, Any] | None) -> str | None:
     if facts is None:
         return None
     return json.dumps(canonical_value(dict(facts), "facts"), sort_keys=True)
+
+
+def logprobs_json(logprobs: Sequence[TokenLogprob] | None) -> str | None:
+    """The stored form of a reply's token log-probabilities, or None for none.
+
+    A JSON list with one ``[token, logprob, [[alternative, logprob], ...]]`` per token: the
+    order of the tokens and of each token's alternatives is kept, and Python's JSON writes a
+    float as the shortest text that reads back as the same float, so a cached reply weights
+    its score exactly as the fresh one did. The numbers are checked first
+    (`ragbridge.core.judging.logprobs.usable_logprobs`); a list that cannot be used is
+    stored as none. ``()`` (a reply of no tokens) stays ``[]``, distinct from None.
+    """
+    usable = usable_logprobs(logprobs)
+    if usable is None:
+        return None
+    rows = [[t.token, t.logprob, [[k, v] for k, v in t.top.items()]] for t in usable]
+    return json.dumps(rows, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def read_logprobs(stored: str | bytes | None) -> tuple[TokenLogprob, ...] | None:
+    """The token log-probabilities `logprobs_json` stored (None stays None).
+
+    Raises ValueError when ``stored`` is not that form: a backend then treats the entry as a
+    miss (the reply is asked again and the put replaces it) rather than answering a request
+    that wants log-probabilities with a reply that silently has none. `logprobs_json` writes
+    every number as a float, so the check is of exact types: it runs on every cache hit of a
+    scored criterion, a thousand alternatives for a reply of fifty tokens.
+    """
+    if stored is None:
+        return None
+    tokens: list[TokenLogprob] = []
+    try:
+        rows = json.loads(stored)
+        if type(rows) is not list:
+            raise TypeError(f"a list was stored, not {type(rows).__name__}")
+        for token, logprob, pairs in rows:
+            top = dict(pairs)
+            if (
+                type(token) is not str
+                or type(logprob) is not float
+                or not all(type(alternative) is str for alternative in top)
+                or not all(type(value) is float for value in top.values())
+            ):
+                raise TypeError(f"token {len(tokens)} is not [text, float, [[text, float]...]]")
+            tokens.append(TokenLogprob(token, logprob, top))
+    except (TypeError, ValueError) as exc:  # JSONDecodeError is a ValueError
+        raise ValueError(f"stored log-probabilities are unreadable ({exc})") from None
+    return tuple(tokens)
 
 
 def encode_vectors(texts: Sequence[str], vectors: Vectors) -> list[tuple[str, int, bytes]]:
@@ -113,11 +166,15 @@ class CachedReply:
     """A judge reply as cached: the raw text plus the token usage it cost when it was made.
 
     The usage is kept so a report can say what a run *would* have cost without the cache.
+    ``logprobs`` are the reply's token log-probabilities when its request asked for them and
+    the judge gave them (stored as `logprobs_json`), so a rerun weights a criterion's score
+    as the first run did, without a call; None otherwise.
     """
 
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    logprobs: tuple[TokenLogprob, ...] | None = None
 
     def __post_init__(self) -> None:
         """Reject values that would corrupt later cost accounting."""

@@ -29,6 +29,10 @@ It exists because the failure modes users hit in other frameworks all live at th
   optional price table turns usage into money.
 * **Cache.** Replies are stored content-addressed (model, template id + version, messages,
   schema, params), so a second run makes no calls and an interrupted run resumes.
+* **Log-probabilities, when asked.** A request may ask for its reply's token log-probabilities
+  (``logprobs=k``: a scored criterion weighting its score by probability). The engine tells the
+  judge through `ragbridge.core.judging.judge.logprobs_wanted`, hands back those of the reply it
+  used (`JudgeCall.logprobs`) and caches them with it; such a request has a key of its own.
 
 The pieces the engine is built from live beside it, each in a module that says what it holds:
 the attempt policy it shares with the embedding engine (`ragbridge.core.judging.attempts`),
@@ -53,8 +57,17 @@ from ..cache.stored import CachedReply
 from ..results.evaluation import Failure, FailureKind, Usage
 from .attempts import CallStats, NotSent, backoff, gave_up, next_step, on_the_wire, refusal
 from .error_text import describe_error
-from .judge import ConnectionRefused, Judge, JudgeError, JudgeReply, Message
+from .judge import (
+    ConnectionRefused,
+    Judge,
+    JudgeError,
+    JudgeReply,
+    Message,
+    TokenLogprob,
+    logprobs_wanted,
+)
 from .limits import Outcome, Slots
+from .logprobs import usable_logprobs
 from .reply_format import FormatWatch, ReplyBreaker, reply_spec, spec_of
 from .reply_parse import Validator, check, parse_reply, schema_instruction, schema_key_json
 
@@ -86,12 +99,17 @@ V = TypeVar("V")
 
 @dataclass
 class JudgeCall(Generic[V]):
-    """The outcome of one logical judge request (all its attempts, the repair, the cache)."""
+    """The outcome of one logical judge request (all its attempts, the repair, the cache).
+
+    ``logprobs`` are the used reply's tokens with their log-probabilities when the request
+    asked for them and the provider gave them (from the cache too); None otherwise.
+    """
 
     value: V | None
     failure: Failure | None
     usage: Usage
     text: str | None = None
+    logprobs: tuple[TokenLogprob, ...] | None = None
 
     @property
     def ok(self) -> bool:
@@ -111,6 +129,7 @@ class _Request:
     template_id: str
     template_version: str
     validate: Validator | None
+    logprobs: int | None = None
 
 
 @dataclass
@@ -194,6 +213,7 @@ class JudgeEngine:
         template_id: str,
         template_version: str,
         validate: Validator | None = None,
+        logprobs: int | None = None,
     ) -> JudgeCall[T]:
         """One structured request: the cache, else attempts (see `_resolve`); never raises.
 
@@ -201,14 +221,27 @@ class JudgeEngine:
         `Validator`); a reply it rejects is treated like one that did not parse: repaired,
         retried within the budget, never cached. Cached replies are checked too: an entry
         that fails today's check is a miss, and is replaced by the fresh reply.
+
+        ``logprobs=k`` asks for the reply's token log-probabilities with ``k`` alternatives per
+        token (a judge that cannot give them ignores it): `JudgeCall.logprobs` then carries
+        those of the reply used (the repaired one after a repair), or None when the judge gave
+        none. The request has its own cache key (see `ragbridge.core.cache.request_key`), and
+        the cached entry keeps them, or keeps that there were none: a rerun answers from the
+        cache with what the first run had, so its weighted score is the same, with no call.
+        A negative ``k`` is a ValueError.
         """
         call: JudgeCall[T] = await self._request(
-            _Request(messages, schema, template_id, template_version, validate)
+            _Request(messages, schema, template_id, template_version, validate, _top_k(logprobs))
         )
         return call
 
     async def complete(
-        self, messages: Sequence[Message], *, template_id: str, template_version: str
+        self,
+        messages: Sequence[Message],
+        *,
+        template_id: str,
+        template_version: str,
+        logprobs: int | None = None,
     ) -> JudgeCall[str]:
         """One free-text request, for prompts that are not ours (RAGAS's, DeepEval's).
 
@@ -216,9 +249,10 @@ class JudgeEngine:
         the call still gets the semaphore, retries, timeout and cache of every other call, keyed
         by the caller's ``template_id``/``template_version`` (e.g. ``"deepeval"``, its version).
         An empty reply counts as unusable and is retried within the budget. Never raises.
+        ``logprobs`` as in `ask`.
         """
         call: JudgeCall[str] = await self._request(
-            _Request(messages, None, template_id, template_version, None)
+            _Request(messages, None, template_id, template_version, None, _top_k(logprobs))
         )
         return call
 
@@ -234,6 +268,7 @@ class JudgeEngine:
             schema=None,
             schema_json=None if request.schema is None else schema_key_json(request.schema),
             params=self.params,
+            logprobs=request.logprobs,
         )
         found = self._cached(self.cache, key, request)
         if found is None:
@@ -273,7 +308,8 @@ class JudgeEngine:
             self.stats.stale += 1
             return None
         self.stats.cached += 1
-        return JudgeCall(value, None, _ONE_CACHED, hit.text)
+        logprobs = hit.logprobs if request.logprobs is not None else None
+        return JudgeCall(value, None, _ONE_CACHED, hit.text, logprobs)
 
     async def _join(self, key: str, request: _Request) -> JudgeCall[Any] | None:
         """The answer of an identical request already in flight, as a cached call.
@@ -296,7 +332,7 @@ class JudgeEngine:
         ):
             return None
         self.stats.cached += 1
-        return JudgeCall(first.value, None, _ONE_CACHED, first.text)
+        return JudgeCall(first.value, None, _ONE_CACHED, first.text, first.logprobs)
 
     async def _send_request(self, request: _Request, key: str | None = None) -> JudgeCall[Any]:
         """The breaker, the attempts, and the cache write of one request that was not cached."""
@@ -316,7 +352,12 @@ class JudgeEngine:
             facts = getattr(request.validate, "facts", None)
             self.cache.put_reply(
                 key,
-                CachedReply(call.text, call.usage.prompt_tokens, call.usage.completion_tokens),
+                CachedReply(
+                    call.text,
+                    call.usage.prompt_tokens,
+                    call.usage.completion_tokens,
+                    call.logprobs,
+                ),
                 model=self.model,
                 template_id=request.template_id,
                 template_version=request.template_version,
@@ -342,7 +383,7 @@ class JudgeEngine:
                 stopped = refusal(self.breaker.line, "not retried")
                 return JudgeCall(None, stopped, state.usage), state.replied, None, None
             try:
-                reply = await self._send(state.conversation, request.schema)
+                reply = await self._send(state.conversation, request.schema, request.logprobs)
             except NotSent:
                 outcome = state.replied if state.usage.calls else Outcome.NOT_SENT
                 return JudgeCall(None, refusal(self.breaker.line), state.usage), outcome, None, None
@@ -401,7 +442,8 @@ class JudgeEngine:
                 request.schema is not None and reply.parsed is not None
             )  # parsed by the adapter
             text = value.model_dump_json() if native else reply.text
-            return JudgeCall(value, None, state.usage, text), state.replied, None, None
+            logprobs = _logprobs_of(reply, native, text, request.logprobs)
+            return JudgeCall(value, None, state.usage, text, logprobs), state.replied, None, None
         if self.repair and not state.repaired and request.schema is not None:
             state.conversation = [
                 *request.messages,
@@ -478,14 +520,48 @@ class JudgeEngine:
         return backoff(self._rng, self.backoff_base, self.backoff_max, attempt, error)
 
     async def _send(
-        self, messages: Sequence[Message], schema: type[BaseModel] | None
+        self, messages: Sequence[Message], schema: type[BaseModel] | None, logprobs: int | None
     ) -> JudgeReply:
+        """One provider call in a slot, the judge told whether to return log-probabilities
+        (set either way, so a call never inherits an outer request's wish)."""
         assert self.slots is not None
         async with self.slots.hold():
-            return await on_the_wire(
-                self.stats,
-                self.breaker,
-                self.timeout,
-                lambda: self.judge.generate(list(messages), schema=schema),
-                "reply",
-            )
+            wanted = logprobs_wanted.set(logprobs)
+            try:
+                return await on_the_wire(
+                    self.stats,
+                    self.breaker,
+                    self.timeout,
+                    lambda: self.judge.generate(list(messages), schema=schema),
+                    "reply",
+                )
+            finally:
+                logprobs_wanted.reset(wanted)
+
+
+def _top_k(logprobs: int | None) -> int | None:
+    """A request's ``logprobs`` checked: None, or a count of alternatives per token >= 0."""
+    if logprobs is None:
+        return None
+    if isinstance(logprobs, bool) or not isinstance(logprobs, int) or logprobs < 0:
+        raise ValueError(f"logprobs must be None or an int >= 0, got {logprobs!r}")
+    return logprobs
+
+
+def _logprobs_of(
+    reply: JudgeReply, native: bool, text: str, wanted: int | None
+) -> tuple[TokenLogprob, ...] | None:
+    """The log-probabilities a call hands back for the reply it used: the reply's own, checked
+    (`usable_logprobs`), when the request asked for them.
+
+    A reply the adapter parsed itself (``native``: a tool call's arguments) is kept as the JSON
+    of its value, which the reply's tokens, if any, no longer spell; its log-probabilities are
+    kept only when they still do, else None, as when a request did not ask. A text reply keeps
+    the adapter's tokens as they came (a character split across tokens may make their text
+    differ from the reply's by a byte-escape: the score's digits are unaffected)."""
+    if wanted is None or reply.logprobs is None:
+        return None
+    logprobs = usable_logprobs(reply.logprobs)
+    if native and logprobs is not None and "".join(t.token for t in logprobs) != text:
+        return None
+    return logprobs

@@ -10,7 +10,7 @@ Any other exception escaping a judge is treated as permanent; none ever kills a 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -34,14 +34,28 @@ __all__ = [
     "ProviderUnusable",
     "RateLimited",
     "ServerError",
+    "TokenLogprob",
     "TransientJudgeError",
     "Usage",
     "attempt_timeout",
     "classify_error",
+    "logprobs_wanted",
 ]
 
 Message = dict[str, str]
 """One chat message: ``{"role": "system" | "user" | "assistant", "content": "..."}``."""
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One generated token with its log-probability and the most likely alternatives at its
+    position (OpenAI-compatible ``logprobs.content[i]``: ``token``, ``logprob``,
+    ``top_logprobs``). ``top`` maps each alternative token to its log-probability and includes
+    the chosen token when the provider lists it."""
+
+    token: str
+    logprob: float
+    top: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -51,11 +65,16 @@ class JudgeReply:
     ``parsed`` is an instance of the requested schema when the adapter produced one natively
     (function calling, JSON mode); otherwise ``None`` and the engine parses ``text`` itself.
     ``usage`` carries the call's prompt and completion tokens (``calls`` is counted by the engine).
+    ``logprobs`` are the reply's tokens with their log-probabilities, in order, when the call
+    asked for them (`logprobs_wanted`) and the provider returns them; None otherwise. Their
+    concatenated ``token``s are the reply's text (but for how a provider spells a character
+    split between two tokens); `ragbridge.core.judging.logprobs` reads and checks them.
     """
 
     text: str
     parsed: Any = None
     usage: Usage = field(default_factory=Usage)
+    logprobs: tuple[TokenLogprob, ...] | None = None
 
 
 @runtime_checkable
@@ -379,4 +398,15 @@ attempt_timeout: ContextVar[float | None] = ContextVar("ragbridge_attempt_timeou
 The engine sets it around every provider call, so an adapter with its own transport timeout
 (an HTTP client's) can follow the engine's instead of outliving it: ``timeout=None`` in
 `ragbridge.adapters.openai` means exactly that.
+"""
+
+
+logprobs_wanted: ContextVar[int | None] = ContextVar("ragbridge_logprobs_wanted", default=None)
+"""How many alternatives per token the current call asks the provider for (``top_logprobs``),
+or None when it wants no log-probabilities.
+
+The engine sets it around a provider call whose request asked for them (a scored criterion
+weighting its score by probability, after G-Eval). A context variable rather than a new keyword
+of `Judge.generate`, so every judge written against the protocol keeps working: one that cannot
+return log-probabilities ignores it, and the caller then falls back to the integer it parsed.
 """

@@ -154,16 +154,20 @@ class MetricContext:
                 result.cancel()  # closed with the task unfinished: compute it again
         return await waiting
 
-    async def ask(self, template: PromptTemplate, **values: Any) -> JudgeCall[Any]:
+    async def ask(
+        self, template: PromptTemplate, *, logprobs: int | None = None, **values: Any
+    ) -> JudgeCall[Any]:
         """Render ``template`` and send it through the judge engine.
 
         The reply is checked against this request (`PromptTemplate.checker`: one verdict per
         claim, cited contexts that exist, ...) inside the engine, so a reply that parses but
         does not fit is repaired or retried like an unparseable one and never cached.
+        ``logprobs=k`` also asks for the reply's token log-probabilities (`JudgeCall.logprobs`;
+        see `JudgeEngine.ask`).
         """
         if self.judge is None:
             raise RuntimeError("this metric needs a judge")
-        return await template.ask(self.judge, **values)
+        return await template.ask(self.judge, logprobs=logprobs, **values)
 
 
 class Metric:

@@ -161,15 +161,19 @@ class PromptTemplate:
         reply's completion budget (`reply_budget`) for the engine to pass on."""
         return ReplyCheck(self, self.facts(**values), self.reply_budget(**values))
 
-    async def ask(self, judge: JudgeEngine, /, **values: Any) -> JudgeCall[Any]:
+    async def ask(
+        self, judge: JudgeEngine, /, *, logprobs: int | None = None, **values: Any
+    ) -> JudgeCall[Any]:
         """This prompt with ``values``, sent through ``judge`` with the request's reply check
-        (`checker`): how a metric or the test-set writer asks any of ragbridge's prompts."""
+        (`checker`): how a metric or the test-set writer asks any of ragbridge's prompts.
+        ``logprobs=k`` also asks for the reply's token log-probabilities (`JudgeEngine.ask`)."""
         return await judge.ask(
             self.render(**values),
             self.schema,
             template_id=self.id,
             template_version=self.version,
             validate=self.checker(**values),
+            logprobs=logprobs,
         )
 
     def reply_budget(self, **values: Any) -> int | None:
