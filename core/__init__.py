@@ -13,6 +13,8 @@ from .exports import lazy_exports
 
 if TYPE_CHECKING:
     from .cache.disk import Cache
+    from .criteria.files import load_criteria
+    from .criteria.spec import Aspect, Criterion, Rubric, criteria_metrics
     from .heldout import split_samples
     from .judging.embedding import EmbeddingEngine
     from .judging.engine import JudgeEngine, Price
@@ -92,11 +94,18 @@ _EXPORTS: dict[str, str] = {
     "HumanLabel": "labels.human",
     "judge_agreement": "labels.agreement",
     "evaluate_repeated": "labels.repeatability",
+    "Criterion": "criteria.spec",
+    "Aspect": "criteria.spec",
+    "Rubric": "criteria.spec",
+    "criteria_metrics": "criteria.spec",
+    "load_criteria": "criteria.files",
 }
 
 __all__ = [
+    "Aspect",
     "Cache",
     "Context",
+    "Criterion",
     "Embedder",
     "EmbeddingEngine",
     "Entailment",
@@ -114,6 +123,7 @@ __all__ = [
     "MetricSummary",
     "Price",
     "Qrels",
+    "Rubric",
     "Run",
     "Sample",
     "SampleLoadReport",
@@ -124,6 +134,7 @@ __all__ = [
     "Usage",
     "aevaluate",
     "compare",
+    "criteria_metrics",
     "estimate",
     "evaluate",
     "evaluate_repeated",
@@ -132,6 +143,7 @@ __all__ = [
     "generate_testset",
     "iter_samples",
     "judge_agreement",
+    "load_criteria",
     "load_samples",
     "sample_json_schema",
     "save_samples",

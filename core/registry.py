@@ -191,6 +191,16 @@ class Registry:
                 raise UnknownMeasureError(f"no provider {measure}:{name} to remove")
             del providers[name]
 
+    def remove_measure(self, name: str) -> None:
+        """Take a measure and its providers out (a user's criterion being replaced by its
+        edited version, `ragbridge.core.criteria.register_criteria`)."""
+        with self._lock:
+            key = normal_name(name)
+            if key not in self._measures:
+                raise UnknownMeasureError(f"no measure {name!r} to remove")
+            del self._measures[key]
+            self._providers.pop(key, None)
+
     # ------------------------------------------------------------------ lookup
 
     def measure(self, name: str) -> MeasureSpec:

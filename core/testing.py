@@ -3,10 +3,11 @@
 * `ScriptedJudge` answers by task: each prompt's system message starts with a tag
   ``[ragbridge task: <id> v<version>]``; a script maps task ids to replies (a dict, a model
   instance, raw text, an exception to raise, a callable, or a list consumed in order).
-* `CountingJudge` answers *any* schema with a minimal valid instance and counts calls, tokens and
-  the largest number of calls in flight — for budgets, caps and wall-time benchmarks. Prompts that
-  pass no schema but state a JSON Schema in their text (as other frameworks' prompts do, parsing
-  the reply themselves) get a minimal JSON instance of that schema (`minimal_json`).
+* `CountingJudge` answers *any* schema with a minimal valid instance and counts calls, tokens,
+  prompt characters and the largest number of calls in flight — for budgets, caps, wall-time
+  benchmarks and prompt-size comparisons. Prompts that pass no schema but state a JSON Schema in
+  their text (as other frameworks' prompts do, parsing the reply themselves) get a minimal JSON
+  instance of that schema (`minimal_json`).
 * `minimal_reply` / `wrong_reply` are the reply texts a fake HTTP server (which sees only the
   messages) sends: one that fits the request, and one that parses but does not (a verdict too
   many, a context number that was never shown) — what the engine's reply checks must catch.
@@ -154,11 +155,15 @@ class CountingJudge:
     in_flight: int = 0
     max_in_flight: int = 0
     by_task: dict[str | None, int] = field(default_factory=dict)
+    prompt_chars: int = 0
+    """Characters of every message sent, all roles: what comparisons of prompt size between
+    frameworks count (``prompt_tokens`` is only ``len // 4`` of each message)."""
 
     async def generate(
         self, messages: Sequence[Message], *, schema: type[BaseModel] | None = None
     ) -> JudgeReply:
         self.calls += 1
+        self.prompt_chars += sum(len(m.get("content", "")) for m in messages)
         task = task_of(messages)
         self.by_task[task] = self.by_task.get(task, 0) + 1
         self.in_flight += 1

@@ -116,9 +116,10 @@ def test_every_llm_metric_scores_through_the_counting_judge() -> None:
         assert s.provider == "llm"
         assert s.prompt_version
         assert s.reason
-    # analyze + verify (shared by 4 metrics), precision, recall, classify, 4 graders
-    assert judge.calls == 9
-    assert sum(s.usage.calls for s in scores) == 9
+    # analyze + verify (shared by 4 metrics), precision, recall, relevance (shared by its two
+    # forms), classify, 4 graders
+    assert judge.calls == 10
+    assert sum(s.usage.calls for s in scores) == 10
 
 
 def test_all_llm_metrics_and_names() -> None:
@@ -129,6 +130,8 @@ def test_all_llm_metrics_and_names() -> None:
         "answer_relevance",
         "context_precision",
         "context_recall",
+        "context_relevance",
+        "context_relevance_ranked",
         "answer_correctness",
         "correctness",
         "helpfulness",

@@ -15,6 +15,7 @@ metric                 judge tasks (template ids)                               
 `AnswerRelevance`      answer.analyze* (+ one embedding batch)                         1
 `ContextPrecision`     context_precision.with_reference | .with_answer | context.assess+ 1
 `ContextRecall`        context_recall.attribute | context.assess+                      1
+`ContextRelevance`     context_relevance.judge* | context.relevant_useful+             1
 `AnswerCorrectness`    answer.analyze*, answer_correctness.classify                    2
 `Correctness`          grader.correctness                                              1
 `Helpfulness`          grader.helpfulness                                              1
@@ -24,8 +25,11 @@ metric                 judge tasks (template ids)                               
 
 ``*`` calls are shared between the metrics of one sample. ``+``: when a run has both context
 metrics (and precision is judged against the reference), one ``context.assess`` call serves
-both. So Faithfulness + AnswerRelevance + ContextPrecision + ContextRecall cost 3 calls per
-sample together in one run (4 when scored separately), at any number of contexts.
+both; with a context-relevance measure (`ContextRelevance`, `ContextRelevanceRanked`: the same
+call) one ``context.relevant_useful`` call serves it and precision, and one
+``context.assess_relevance`` call all three. So Faithfulness + AnswerRelevance + ContextPrecision
++ ContextRecall cost 3 calls per sample together in one run (4 when scored separately), at any
+number of contexts.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from .faithfulness import Faithfulness, Hallucination
 from .answer_relevance import AnswerRelevance
 from .context_precision import ContextPrecision
 from .context_recall import ContextRecall
+from .context_relevance import ContextRelevance, ContextRelevanceRanked
 from .answer_correctness import AnswerCorrectness
 from .graders import Correctness, DocumentRelevance, Groundedness, Helpfulness
 from .providers.offline import AnswerSimilarity, ContextUsage
@@ -54,6 +59,8 @@ __all__ = [
     "AnswerSimilarity",
     "ContextPrecision",
     "ContextRecall",
+    "ContextRelevance",
+    "ContextRelevanceRanked",
     "ContextUsage",
     "Correctness",
     "DocumentRelevance",
@@ -76,6 +83,8 @@ ALL_LLM_METRICS: tuple[type[Metric], ...] = (
     AnswerRelevance,
     ContextPrecision,
     ContextRecall,
+    ContextRelevance,
+    ContextRelevanceRanked,
     AnswerCorrectness,
     Correctness,
     Helpfulness,

@@ -20,6 +20,7 @@ from ..judging.judge import Message
 from ..prompts.answer_analyze import ANSWER_ANALYZE, AnswerAnalysis
 from ..prompts.base import PromptTemplate
 from ..prompts.context_assess import CONTEXT_ASSESS, ContextAssessment
+from ..prompts.context_relevance import ContextAssessmentWithRelevance
 from ..prompts.faithfulness import FAITHFULNESS_VERIFY, ClaimVerdicts
 from ..results.evaluation import Failure, FailureKind, Score, Usage
 from ..sample import Sample
@@ -138,9 +139,11 @@ def assess_key(sample: Sample) -> tuple[str, str, str, tuple[str, ...]]:
     )
 
 
-def plan_assess(sample: Sample) -> PlannedCall:
+def plan_assess(sample: Sample, template: PromptTemplate = CONTEXT_ASSESS) -> PlannedCall:
+    """The dry-run estimate of the shared ``context.assess`` call (``template``: see
+    `assess_contexts`)."""
     return planned(
-        CONTEXT_ASSESS,
+        template,
         assess_key(sample),
         question=sample.question,
         reference=sample.reference or "",
@@ -149,13 +152,18 @@ def plan_assess(sample: Sample) -> PlannedCall:
 
 
 async def assess_contexts(
-    sample: Sample, ctx: MetricContext
-) -> tuple[JudgeCall[ContextAssessment], bool]:
-    """The shared ``context.assess`` call (precision + recall in one), and whether we own it."""
+    sample: Sample, ctx: MetricContext, template: PromptTemplate = CONTEXT_ASSESS
+) -> tuple[JudgeCall[ContextAssessment | ContextAssessmentWithRelevance], bool]:
+    """The shared ``context.assess`` call (precision + recall in one), and whether we own it.
+
+    ``template``: ``context.assess``, or ``context.assess_relevance`` when a context-relevance
+    measure shares the call too (`ragbridge.core.metrics._context_share.assess_template`, which
+    every caller of a run asks with the same tags, so all pass the same template).
+    """
     return await ctx.shared(
         assess_key(sample),
         lambda: ctx.ask(
-            CONTEXT_ASSESS,
+            template,
             question=sample.question,
             reference=sample.reference or "",
             contexts=[c.text for c in sample.contexts],

@@ -17,24 +17,38 @@ otherwise against the pipeline's answer (RAGAS's "without reference" variant): t
 insists on the reference (a sample without one is ``missing_input``); ``False`` always uses the
 answer. All contexts are judged in one call, so the cost is one call at any k; when the run
 also has ContextRecall and usefulness is judged against the reference, both metrics answer from
-one shared ``context.assess`` call.
+one shared ``context.assess`` call. When the run also has a context-relevance measure, one
+call judges each context's relevance to the question and its usefulness (and, with recall too,
+attributes the reference's statements): `ragbridge.core.metrics._context_share`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..judging.engine import JudgeCall
 from ..prompts.base import PromptTemplate
-from ..prompts.context_assess import CONTEXT_ASSESS
 from ..prompts.context_precision import (
     CONTEXT_PRECISION_WITH_ANSWER,
     CONTEXT_PRECISION_WITH_REFERENCE,
     ContextUsefulness,
     ContextUsefulnessVerdicts,
 )
+from ..prompts.context_relevance import ContextJudgement
 from ..results.evaluation import Failure, FailureKind, Score
 from ..sample import Sample
+from ._context_share import (
+    JointCall,
+    ask_joint,
+    assess_template,
+    joint_call,
+    mode_of,
+    plan_joint,
+    precision_paired,
+    precision_share_tags,
+    precision_target,
+)
 from ._shared import (
     ASSESS_TAG,
     assess_contexts,
@@ -75,22 +89,25 @@ class ContextPrecision(Metric):
         return f"ContextPrecision(use_reference={self.use_reference!r}, provider={self.provider!r})"
 
     def _share_tags(self) -> frozenset[str]:
-        return frozenset() if self.use_reference is False else frozenset({ASSESS_TAG})
+        # with context_recall (against the reference), and with a context-relevance measure
+        mode = mode_of(self.use_reference)
+        assess = frozenset() if self.use_reference is False else frozenset({ASSESS_TAG})
+        return assess | precision_share_tags(mode)
 
     def _target(self, sample: Sample) -> tuple[PromptTemplate, str, str] | None:
         """(template, field name, text) of what usefulness is judged against, or None."""
-        with_ref = (CONTEXT_PRECISION_WITH_REFERENCE, "reference", sample.reference)
-        with_answer = (CONTEXT_PRECISION_WITH_ANSWER, "answer", sample.answer)
-        if self.use_reference is True:
-            options = [with_ref]
-        elif self.use_reference is False:
-            options = [with_answer]
-        else:
-            options = [with_ref, with_answer]
-        for template, name, text in options:
-            if text is not None and text.strip():
-                return template, name, text
-        return None
+        target = precision_target(sample, mode_of(self.use_reference))
+        if target is None:
+            return None
+        name, text = target
+        if name == "reference":
+            return CONTEXT_PRECISION_WITH_REFERENCE, name, text
+        return CONTEXT_PRECISION_WITH_ANSWER, name, text
+
+    def _joint(self, sample: Sample, tags: frozenset[str]) -> JointCall | None:
+        """The call shared with a context-relevance measure of this run, or None."""
+        mode = mode_of(self.use_reference)
+        return joint_call(sample, tags, mode) if precision_paired(tags, mode) else None
 
     def missing_input(self, sample: Sample, ctx: MetricContext) -> Failure | None:
         failure = super().missing_input(sample, ctx)
@@ -107,8 +124,11 @@ class ContextPrecision(Metric):
         if target is None or not has_inputs(sample, self.requires):
             return []
         template, name, text = target
+        joint = self._joint(sample, shared_tags)
+        if joint is not None:
+            return [plan_joint(sample, joint)]
         if name == "reference" and ASSESS_TAG in shared_tags:
-            return [plan_assess(sample)]
+            return [plan_assess(sample, assess_template(shared_tags))]
         values = {"question": sample.question, name: text}
         return [planned(template, contexts=[c.text for c in sample.contexts], **values)]
 
@@ -116,11 +136,25 @@ class ContextPrecision(Metric):
         target = self._target(sample)
         assert target is not None  # missing_input ran first
         template, name, text = target
-        verdicts: list[ContextUsefulness]
-        if name == "reference" and ASSESS_TAG in ctx.shared_tags:
-            assessed, owner = await assess_contexts(sample, ctx)
-            template = CONTEXT_ASSESS
+        tags = ctx.shared_tags
+        joint = self._joint(sample, tags)
+        verdicts: Sequence[ContextUsefulness | ContextJudgement]
+        if joint is not None and not joint.assess:
+            # one call judges relevance (for a context-relevance measure) and usefulness
+            shared, owner = await ask_joint(joint, ctx)
+            template = joint.template
             stamp: dict[str, Any] = {
+                "usage": usage_of(shared, owned=(owner,)),
+                "prompt_version": versions(template),
+            }
+            if shared.value is None:
+                assert shared.failure is not None
+                return Score(failure=shared.failure, **stamp)
+            verdicts = shared.value.verdicts
+        elif name == "reference" and ASSESS_TAG in tags:
+            template = assess_template(tags)
+            assessed, owner = await assess_contexts(sample, ctx, template)
+            stamp = {
                 "usage": usage_of(assessed, owned=(owner,)),
                 "prompt_version": versions(template),
             }

@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..judging.engine import JudgeCall
-from ..prompts.context_assess import CONTEXT_ASSESS
 from ..prompts.context_recall import (
     CONTEXT_RECALL_ATTRIBUTE,
     StatementAttribution,
@@ -26,6 +25,7 @@ from ..prompts.context_recall import (
 )
 from ..results.evaluation import FailureKind, Score
 from ..sample import Sample
+from ._context_share import assess_template
 from ._shared import (
     ASSESS_TAG,
     assess_contexts,
@@ -63,7 +63,7 @@ class ContextRecall(Metric):
         if not has_inputs(sample, self.requires):
             return []
         if ASSESS_TAG in shared_tags:
-            return [plan_assess(sample)]
+            return [plan_assess(sample, assess_template(shared_tags))]
         return [
             planned(
                 CONTEXT_RECALL_ATTRIBUTE,
@@ -87,8 +87,9 @@ class ContextRecall(Metric):
         template = CONTEXT_RECALL_ATTRIBUTE
         found: list[StatementAttribution]
         if ASSESS_TAG in ctx.shared_tags:
-            template = CONTEXT_ASSESS
-            assessed, owner = await assess_contexts(sample, ctx)
+            # context.assess, with relevance per context when a relevance measure shares it
+            template = assess_template(ctx.shared_tags)
+            assessed, owner = await assess_contexts(sample, ctx, template)
             usage = usage_of(assessed, owned=(owner,))
             if assessed.value is None:
                 assert assessed.failure is not None

@@ -31,6 +31,8 @@ _MODULES: tuple[str, ...] = (
     "answer_correctness",
     "graders",
     "context_assess",
+    "context_relevance",
+    "criteria",
 )
 
 _REGISTRY: dict[str, PromptTemplate] = {}

@@ -9,7 +9,8 @@ embeddings are known to be blind (`matching`):
   name in it (`ragbridge.core.text.words.salient`) occurs in the contexts. Embeddings rate "paid
   1,200" and "paid 2,100" as near-identical; the exact check catches that.
 * **relevance**: context precision by cosine similarity to the question; answer relevance by a
-  fitted model of that cosine and the kind of answer the question asks for (`question_form`).
+  fitted model of that cosine and the kind of answer the question asks for (`question_form`);
+  context relevance by the mean of that cosine and the question words a context holds.
 
 One module per measure; each registers its function as the measure's ``offline`` provider
 (`ragbridge.core.registry`), and two measures exist only here (`AnswerSimilarity`,
@@ -35,8 +36,10 @@ from .matching import (
     match_sentences,
     shortlist,
 )
+from .relevance import DEFAULT_CONTEXT_RELEVANCE, score_context_relevance
 
 __all__ = [
+    "DEFAULT_CONTEXT_RELEVANCE",
     "DEFAULT_RELEVANCE",
     "DEFAULT_SIMILARITY",
     "AnswerSimilarity",
@@ -48,6 +51,7 @@ __all__ = [
     "score_answer_relevance",
     "score_context_precision",
     "score_context_recall",
+    "score_context_relevance",
     "score_faithfulness",
     "score_hallucination",
     "shortlist",
