@@ -10,17 +10,23 @@ the tab or reloading loses nothing, and the Save button hands the answers over a
 
 Every task shows the question, the numbered retrieved contexts, the answer and the reference,
 then the four questions of `ragbridge.core.labels.human.QUESTIONS` (relevance, accuracy and
-helpfulness 1–5 as radio buttons; grounded yes/partly/no) and a comment box. The form is plain
+helpfulness 1–5 as radio buttons; grounded yes/partly/no) and a comment box. When the tasks ask
+a team's own criteria (`ragbridge.core.labels.annotation.AskedCriterion`), those replace the
+four: each shows the criterion's name, its text and its scale (a rubric's description beside
+each level, yes/no for an aspect), and the saved label answers it in ``criteria`` under its
+name — a number on its scale, or true/false. The form is plain
 HTML controls with a ``<fieldset>``/``<legend>`` per question and a ``<label>`` per control, so a
 keyboard (Tab between questions, arrow keys within one) and a screen reader work without help.
 
 Safety: questions, contexts and answers are untrusted text (retrieved passages are where
 hostile markup turns up). All of it is written into the page HTML-escaped, in text and
 attributes alike; control names and ids are built from the task's position, never from its
-ids. The script gets the ids it needs from a ``<script type="application/json">`` block, read
-with ``textContent`` and ``JSON.parse``, in which ``<``, ``>`` and ``&`` are written as
-``\\u003c``, ``\\u003e`` and ``\\u0026`` so no ``</script>`` can close it. A Content-Security-
-Policy allows only the page's own inline style and script, by hash; nothing else runs or loads.
+ids (a criterion's controls are ``t<task>-c<k>``, its position among the criteria: the
+criterion's name is data, never markup). The script gets the ids it needs from a
+``<script type="application/json">`` block, read with ``textContent`` and ``JSON.parse``, in
+which ``<``, ``>`` and ``&`` are written as ``\\u003c``, ``\\u003e`` and ``\\u0026`` so no
+``</script>`` can close it. A Content-Security-Policy allows only the page's own inline style
+and script, by hash; nothing else runs or loads.
 
 Only the standard library and ragbridge's core are used.
 """
@@ -33,10 +39,11 @@ import html
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ragbridge.core.files import write_text_atomic
-from ragbridge.core.labels.annotation import AnnotationTask, form_id
+from ragbridge.core.labels.annotation import AnnotationTask, AskedCriterion, form_id
 from ragbridge.core.labels.human import QUESTIONS
 
 __all__ = ["FORM_QUESTIONS", "STORAGE_PREFIX", "render_form", "write_form"]
@@ -70,6 +77,56 @@ if tuple(FORM_QUESTIONS) != tuple(QUESTIONS) or any(
     raise RuntimeError("FORM_QUESTIONS no longer matches ragbridge.core.labels.human.QUESTIONS")
 
 _INTEGER_QUESTIONS = [q for q in QUESTIONS if QUESTIONS[q].scale[0].isdigit()]
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """One question as the form asks it: a default question, or a team's criterion."""
+
+    key: str
+    """The control's suffix: ``relevance`` ... or ``c0``, ``c1`` ... for criteria."""
+    legend: str
+    answers: tuple[tuple[str, str], ...]
+    text: str | None = None
+    criterion: str | None = None
+    integer: bool = False
+    binary: bool = False
+
+
+def _criterion_answers(criterion: AskedCriterion) -> tuple[tuple[str, str], ...]:
+    if criterion.scale is None:
+        return (("yes", "meets it"), ("no", "does not"))
+    low, high = criterion.scale
+    ends = {low: "not at all", high: "fully"}
+    return tuple(
+        (str(level), criterion.levels.get(level, ends.get(level, "")))
+        for level in range(low, high + 1)
+    )
+
+
+def _asked(tasks: Sequence[AnnotationTask]) -> list[_Asked]:
+    """What every task of the form asks: the tasks' criteria, or the four default questions.
+    One form asks one set of criteria (the answers' meaning must not change between tasks)."""
+    criteria = tasks[0].criteria
+    if any(task.criteria != criteria for task in tasks):
+        raise ValueError("tasks: every task of one form must ask the same criteria")
+    if not criteria:
+        return [
+            _Asked(q, legend, answers, integer=q in _INTEGER_QUESTIONS)
+            for q, (legend, answers) in FORM_QUESTIONS.items()
+        ]
+    return [
+        _Asked(
+            f"c{k}",
+            c.name,
+            _criterion_answers(c),
+            text=c.text,
+            criterion=c.name,
+            integer=c.scale is not None,
+            binary=c.scale is None,
+        )
+        for k, c in enumerate(criteria)
+    ]
 
 
 def _e(value: object) -> str:
@@ -145,6 +202,8 @@ _JS = """
   var KEY = data.storage_key;
   var QUESTIONS = data.questions;
   var INTEGER = data.integer_questions;
+  var CRITERIA = data.criteria;
+  var BINARY = data.binary_questions;
   var tasks = data.tasks;
   var nameInput = document.getElementById("annotator");
   var message = document.getElementById("message");
@@ -242,7 +301,7 @@ _JS = """
 
   function onChange(event) {
     var target = event.target;
-    var match = /^t([0-9]+)-([a-z]+)$/.exec(target.name || target.id || "");
+    var match = /^t([0-9]+)-([a-z][a-z0-9]*)$/.exec(target.name || target.id || "");
     if (!match) { return; }
     var index = Number(match[1]);
     if (!(index >= 0 && index < tasks.length)) { return; }
@@ -275,8 +334,14 @@ _JS = """
       var got = state.answers[task.task_id];
       var label = { sample_id: task.sample_id, annotator: name };
       Object.keys(QUESTIONS).forEach(function (q) {
-        if (allowed(q, got[q])) {
-          label[q] = INTEGER.indexOf(q) >= 0 ? Number(got[q]) : got[q];
+        if (!allowed(q, got[q])) { return; }
+        var value = INTEGER.indexOf(q) >= 0 ? Number(got[q]) : got[q];
+        if (BINARY.indexOf(q) >= 0) { value = got[q] === "yes"; }
+        if (Object.prototype.hasOwnProperty.call(CRITERIA, q)) {
+          if (!label.criteria) { label.criteria = {}; }
+          label.criteria[CRITERIA[q]] = value;
+        } else {
+          label[q] = value;
         }
       });
       label.comment = typeof got.comment === "string" ? got.comment.trim() : "";
@@ -330,7 +395,9 @@ _JS = """
 """
 
 
-def _task_html(index: int, total: int, task: AnnotationTask, show_scores: bool) -> list[str]:
+def _task_html(
+    index: int, total: int, task: AnnotationTask, show_scores: bool, asked: Sequence[_Asked]
+) -> list[str]:
     t = f"t{index}"
     out = [
         f'<section class="task" id="task-{index}" aria-labelledby="task-{index}-h">',
@@ -364,12 +431,15 @@ def _task_html(index: int, total: int, task: AnnotationTask, show_scores: bool) 
             "<details><summary>Judge scores</summary>"
             f'<table class="scores">{rows}</table></details>'
         )
-    for question, (legend, answers) in FORM_QUESTIONS.items():
-        out.append(f'<fieldset class="q"><legend>{_e(legend)}</legend>')
-        for value, hint in answers:
+    for question in asked:
+        kind = " criterion" if question.criterion else ""
+        out.append(f'<fieldset class="q{kind}"><legend>{_e(question.legend)}</legend>')
+        if question.text is not None:
+            out.append(f'<p class="text criterion-text">{_e(question.text)}</p>')
+        for value, hint in question.answers:
             hint_html = f' <span class="hint">{_e(hint)}</span>' if hint else ""
             out.append(
-                f'<label><input type="radio" name="{t}-{question}" value="{_e(value)}">'
+                f'<label><input type="radio" name="{t}-{question.key}" value="{_e(value)}">'
                 f" {_e(value)}{hint_html}</label>"
             )
         out.append("</fieldset>")
@@ -395,17 +465,25 @@ def render_form(
     if len({task.task_id for task in tasks}) != len(tasks):
         raise ValueError("tasks: task ids must be unique")
     ident = form_id(tasks)
+    asked = _asked(tasks)
     payload = {
         "form_id": ident,
         "storage_key": STORAGE_PREFIX + ident,
-        "questions": {q: [v for v, _ in answers] for q, (_, answers) in FORM_QUESTIONS.items()},
-        "integer_questions": _INTEGER_QUESTIONS,
+        "questions": {q.key: [v for v, _ in q.answers] for q in asked},
+        "integer_questions": [q.key for q in asked if q.integer],
+        "binary_questions": [q.key for q in asked if q.binary],
+        "criteria": {q.key: q.criterion for q in asked if q.criterion},
         "tasks": [{"task_id": task.task_id, "sample_id": task.sample_id} for task in tasks],
     }
     total = len(tasks)
     body: list[str] = []
     for index, task in enumerate(tasks):
-        body.extend(_task_html(index, total, task, show_scores))
+        body.extend(_task_html(index, total, task, show_scores, asked))
+    what = (
+        "each criterion on its scale"
+        if any(q.criterion for q in asked)
+        else f"the {len(asked)} questions"
+    )
     csp = (
         "default-src 'none'; "
         f"style-src '{_hash(_CSS)}'; script-src '{_hash(_JS)}'; "
@@ -438,7 +516,7 @@ def render_form(
         "<main>",
         '<section class="intro" aria-label="Instructions">',
         "<p>For each task, read the question, the retrieved contexts, the answer and the "
-        "reference answer, then answer the four questions. Skip a question you cannot judge; "
+        f"reference answer, then answer {what}. Skip a question you cannot judge; "
         "add a comment when something is odd. Your answers stay in this browser as you go "
         "(reloading loses nothing). When you are finished — or want to hand in what you have "
         "— type your name and press <strong>Save labels</strong>: your browser downloads a "

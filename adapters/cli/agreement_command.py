@@ -10,6 +10,17 @@ Two ways in, one table out:
   labelled set from the user's disk (`ragbridge.core.labels.labelled_sets`) is scored here, with the
   same judge/embedder/cache flags as ``eval``, then compared with its labels — what a judge is
   worth before it is trusted.
+* ``ragbridge agreement --dataset summeval PATH --judge ...``: a set labelled per criterion
+  (SummEval's experts rated coherence, consistency, fluency and relevance) is judged with
+  criteria of the same names — ragbridge's wording of SummEval's four
+  (`ragbridge.core.labels.summeval_criteria`), or the user's ``--criteria FILE`` — and each
+  criterion gets its row, with the per-document Spearman the G-Eval paper reports in its notes.
+
+A team's own criterion is checked the same way: people answer it in the annotation form
+(``ragbridge annotate export --criteria FILE``), ``ragbridge eval --criteria FILE`` scores it,
+and ``ragbridge agreement results.jsonl --labels labels.jsonl`` pairs the metric with the
+people's answers of the same name (``--criteria FILE`` fixes the criteria's scales; otherwise
+they come from the results).
 
 The statistics are `ragbridge.core.labels.agreement`'s. Exit codes: 0 at least one metric compared
 (and, with ``--dataset``, the scoring passed its failure bar), 1 nothing could be compared (every
@@ -45,6 +56,7 @@ from ragbridge.adapters.cli.tables import aligned
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds this parser without them
     from ragbridge.core.labels.agreement import AgreementTable, MetricAgreement
+    from ragbridge.core.labels.human import LabelQuestion
     from ragbridge.core.labels.labelled_sets import LabelledSet
     from ragbridge.core.metrics.base import Metric
     from ragbridge.core.results.evaluation import Evaluation
@@ -53,7 +65,8 @@ if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds this parser 
 __all__ = ["DATASET_METRICS", "register", "table_lines"]
 
 DATASET_METRICS = "faithfulness,hallucination"
-"""What ``--dataset`` scores by default: both public sets label groundedness."""
+"""What ``--dataset`` scores by default on the sets that label groundedness (a set labelled per
+criterion, SummEval, scores its criteria)."""
 
 _SCORING_FLAGS = ("judge", "embedder", "nli", "cache", "base_url")
 
@@ -66,7 +79,8 @@ def register(sub: Any) -> None:
         "threshold (0.5) and at the best-matching one, Spearman against the graded answers, "
         "AUROC, and the confusion matrix. Either a results file (ragbridge eval --out) with "
         "--labels, or --dataset NAME PATH to score a public labelled set (FaithBench dev, "
-        "short-answer dev) with the given metrics and judge first. Exit codes: 0 compared, "
+        "short-answer dev, SummEval) with the given metrics and judge first. A team's own "
+        "criteria are compared with people's answers of the same name. Exit codes: 0 compared, "
         "1 nothing could be compared or the scoring failed its bar, 2 bad input, 3 judge or "
         "embedder unusable, 130 interrupted.",
     )
@@ -81,9 +95,18 @@ def register(sub: Any) -> None:
         nargs=2,
         metavar=("NAME", "PATH"),
         help="score a public labelled set first: faithbench PATH (faithbench.jsonl or its "
-        "folder) or short-answer PATH (qa_pairs.jsonl or its folder); the data are read from "
-        "PATH, never shipped",
+        "folder), short-answer PATH (qa_pairs.jsonl or its folder) or summeval PATH "
+        "(SummEval's model_annotations.aligned.paired.jsonl, G-Eval's summeval.json, or their "
+        "folder); the data are read from PATH, never shipped",
     )
+    if "--criteria" not in parser._option_string_actions:  # a shared option may add it one day
+        parser.add_argument(
+            "--criteria",
+            metavar="CRITERIA.yaml",
+            help="a criteria file: with --dataset summeval, the criteria judged (default: "
+            "ragbridge's wording of SummEval's coherence, consistency, fluency, relevance); with "
+            "a results file, the criteria's scales for the labels' answers",
+        )
     parser.add_argument(
         "--fabricated",
         choices=("one_turn", "multi_turn", "both"),
@@ -94,9 +117,10 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--metrics",
         help="comma-separated metrics to compare; with --dataset the ones to score "
-        f"(default: {DATASET_METRICS}; add ':offline', ':llm', ... to pick providers, several "
-        "providers of one measure are compared side by side); with a results file, default: "
-        "every metric a label question checks",
+        f"(default: {DATASET_METRICS}, or every criterion of a set labelled per criterion; add "
+        "':offline', ':llm', ... to pick providers, several providers of one measure are "
+        "compared side by side); with a results file, default: every metric a label question "
+        "or a labelled criterion checks",
     )
     parser.add_argument(
         "--threshold",
@@ -179,6 +203,7 @@ def _run_results(args: argparse.Namespace) -> int:
     if not len(evaluation):
         raise UserError(f"{args.results}: holds no scores")
     metrics = _metric_keys(evaluation, args.metrics) if args.metrics else None
+    criteria = _questions(_criteria_file(args.criteria)) if args.criteria else None
     table = judge_agreement(
         evaluation,
         labels,
@@ -187,6 +212,7 @@ def _run_results(args: argparse.Namespace) -> int:
         n_resamples=args.resamples,
         seed=args.seed,
         source={"results": str(args.results), "labels": str(args.labels)},
+        criteria=criteria,
     )
     return _finish(args, table, evaluation, samples=None, code=EXIT_OK)
 
@@ -227,10 +253,17 @@ def _run_dataset(args: argparse.Namespace) -> int:
             f"--dataset {name} {path}: no such file or folder (the public sets are not shipped "
             "with ragbridge; give the path of your copy)"
         )
-    _check_outputs(args, [Path(path)])
+    _check_outputs(args, [Path(path), *([Path(args.criteria)] if args.criteria else [])])
     labelled = load_labelled_set(name, path, fabricated=args.fabricated)
+    if args.criteria and not labelled.criteria:
+        raise UserError(
+            f"--criteria: {name} is labelled by question, not per criterion; drop --criteria"
+        )
     judge = build_judge(args.judge, args.base_url)
-    rounds = _rounds(split_names(args.metrics or DATASET_METRICS), judge is not None, args.nli)
+    if labelled.criteria:
+        rounds = [_criteria_round(args, labelled, judge is not None)]
+    else:
+        rounds = _rounds(split_names(args.metrics or DATASET_METRICS), judge is not None, args.nli)
     metrics = [m for group in rounds for m in group]
     _refuse_unlabelled(metrics, labelled)
     embedder = embedder_for(args.embedder, args.base_url, metrics)
@@ -251,6 +284,8 @@ def _run_dataset(args: argparse.Namespace) -> int:
         n_resamples=args.resamples,
         seed=args.seed,
         source=source,
+        criteria=labelled.criteria,
+        groups=labelled.groups,
     )
     table = table.model_copy(update={"notes": [*labelled.notes, *table.notes]})
     code = _finish(args, table, evaluation, samples=labelled.samples, code=EXIT_OK)
@@ -268,9 +303,10 @@ def _refuse_unlabelled(metrics: Sequence[Metric], labelled: LabelledSet) -> None
         for q in ("relevance", "accuracy", "grounded", "helpfulness")
         if getattr(label, q) is not None
     }
+    answered |= {name for label in labelled.labels for name in label.criteria or {}}
     problems: list[str] = []
     for metric in metrics:
-        question = question_for(metric.name)
+        question = labelled.criteria.get(metric.name) or question_for(metric.name)
         if question is None:
             problems.append(f"{metric.name} (no label question checks it)")
         elif question.name not in answered:
@@ -280,6 +316,59 @@ def _refuse_unlabelled(metrics: Sequence[Metric], labelled: LabelledSet) -> None
             f"{labelled.name} labels {', '.join(sorted(answered))} only; cannot compare "
             f"{'; '.join(problems)}: drop them from --metrics"
         )
+
+
+def _criteria_file(path: str) -> Any:
+    """The user's criteria file (`ragbridge.core.criteria.load_criteria`); a bad one is a
+    ``file:line: field`` error (exit 2)."""
+    from ragbridge.core.criteria import load_criteria
+
+    check_input(path)
+    try:
+        return load_criteria(path)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _questions(file: Any) -> dict[str, LabelQuestion]:
+    """The label question of every criterion of a criteria file: its scale (None: yes/no)."""
+    from ragbridge.core.labels.human import criterion_question
+
+    return {
+        spec.name: criterion_question(spec.name, None if spec.kind == "aspect" else spec.scale)
+        for spec in file.specs
+    }
+
+
+def _criteria_round(
+    args: argparse.Namespace, labelled: LabelledSet, have_judge: bool
+) -> list[Metric]:
+    """The criteria to judge on a set labelled per criterion: the user's ``--criteria`` file or
+    the set's own wording (SummEval's four), narrowed by ``--metrics`` names."""
+    from ragbridge.core.criteria import criteria_metrics
+    from ragbridge.core.labels.summeval_criteria import summeval_criteria
+
+    if not have_judge:
+        raise UserError(
+            f"{labelled.name} is labelled per criterion, and criteria are judged by an LLM: "
+            "give --judge (e.g. --judge openai:MODEL, or python:MODULE:FACTORY)"
+        )
+    if args.criteria:
+        file = _criteria_file(args.criteria)
+        metrics: list[Metric] = list(file.metrics())
+    else:
+        metrics = criteria_metrics(summeval_criteria())
+    if args.metrics:
+        wanted = [name.split(":", 1)[0] for name in split_names(args.metrics)]
+        known = {m.name for m in metrics}
+        unknown = [name for name in wanted if name not in known]
+        if unknown:
+            raise UserError(
+                f"--metrics {', '.join(unknown)}: not a criterion judged here "
+                f"({', '.join(sorted(known))}); {labelled.name} is labelled per criterion"
+            )
+        metrics = [m for m in metrics if m.name in wanted]
+    return metrics
 
 
 def _rounds(names: list[str], have_judge: bool, nli: str | None) -> list[list[Metric]]:
@@ -457,7 +546,7 @@ def table_lines(table: AgreementTable) -> list[str]:
             f"  between people ({person.question}, {plural(person.samples, 'sample')}, "
             f"{plural(person.annotators, 'annotator')}): "
             f"Krippendorff's alpha {_fmt_stat(person.alpha)}, "
-            f"mean pairwise kappa {_fmt_stat(person.kappa)} (quadratic, on the 1-5/yes-partly-no "
+            f"mean pairwise kappa {_fmt_stat(person.kappa)} (quadratic, on the question's own "
             "scale)"
         )
     for metric, why in table.not_compared.items():

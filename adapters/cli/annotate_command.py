@@ -4,7 +4,10 @@
 samples (deterministic by seed; stratified by a judge score when results are given, see
 `ragbridge.core.labels.annotation`), writes them as tasks and renders the self-contained form people
 fill in (`ragbridge.adapters.annotation_form`). Judge scores go into the tasks file, not into
-the form, unless ``--show-scores``.
+the form, unless ``--show-scores``. With ``--criteria criteria.yaml`` the form asks the team's
+own criteria — their words and scales, the same file the judge is given — instead of the four
+default questions, and the labels answer them by name, for ``ragbridge agreement`` to pair
+with the criterion metrics of the same names.
 
 ``import ann1.jsonl ann2.jsonl ... --tasks tasks.jsonl --out labels.jsonl`` reads the files
 people saved from the form, refuses a bad line naming ``file:line:field`` (a label of a sample
@@ -27,7 +30,7 @@ from ragbridge.adapters.cli.paths import check_distinct, check_input, check_outp
 from ragbridge.adapters.cli.plural import noun, plural
 
 if TYPE_CHECKING:
-    from ragbridge.core.labels.annotation import QuestionAgreement
+    from ragbridge.core.labels.annotation import AskedCriterion, QuestionAgreement
 
 
 def register(sub: Any) -> None:
@@ -65,6 +68,12 @@ def register(sub: Any) -> None:
         action="store_true",
         help="show the judge's scores in the form (off by default: people anchor on them)",
     )
+    export.add_argument(
+        "--criteria",
+        metavar="CRITERIA.yaml",
+        help="ask people these criteria (a ragbridge criteria file) instead of the four default "
+        "questions: the form shows each criterion's text and scale",
+    )
     export.add_argument("--title", default="ragbridge annotation", help="the form's title")
     export.add_argument("--out", required=True, metavar="TASKS.jsonl", help="tasks file to write")
     export.add_argument("--html", metavar="FORM.html", help="HTML form to write")
@@ -94,6 +103,9 @@ def run_export(args: argparse.Namespace) -> int:
     results = check_input(args.results) if args.results else None
     if results is not None:
         inputs.append(results)
+    criteria = _asked_criteria(args.criteria) if args.criteria else []
+    if args.criteria:
+        inputs.append(Path(args.criteria))
     check_distinct({"--out": args.out, "--html": args.html})
     out = check_output(args.out, "--out", inputs=inputs)
     form = check_output(args.html, "--html", inputs=inputs) if args.html else None
@@ -123,7 +135,12 @@ def run_export(args: argparse.Namespace) -> int:
         if missing:
             console.warn(f"{missing} answered samples of {args.data} have no row in {args.results}")
     selection = select_tasks(
-        samples, args.n, seed=args.seed, evaluation=evaluation, stratify_by=stratify
+        samples,
+        args.n,
+        seed=args.seed,
+        evaluation=evaluation,
+        stratify_by=stratify,
+        criteria=criteria,
     )
     if not selection.tasks:
         raise UserError(f"{args.data}: no sample has an answer to annotate")
@@ -132,6 +149,8 @@ def run_export(args: argparse.Namespace) -> int:
         console.note(f"left out {plural(left_out, 'sample')} without an answer")
     save_tasks(selection.tasks, out)
     lines = [f"wrote {plural(len(selection.tasks), 'task')} to {args.out} (seed {args.seed})"]
+    if criteria:
+        lines.append("asking the criteria " + ", ".join(c.name for c in criteria))
     if selection.stratify_by is not None:
         shares = ", ".join(
             f"{name} {selection.chosen.get(name, 0)}/{count}"
@@ -153,6 +172,19 @@ def run_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _asked_criteria(path: str) -> list[AskedCriterion]:
+    """The criteria of a criteria file as people are asked them; a bad file is exit 2."""
+    from ragbridge.core.criteria import load_criteria
+    from ragbridge.core.labels.annotation import asked_criterion
+
+    check_input(path)
+    try:
+        file = load_criteria(path)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    return [asked_criterion(spec) for spec in file.specs]
+
+
 def run_import(args: argparse.Namespace) -> int:
     from ragbridge.core.labels.annotation import (
         AnnotationError,
@@ -161,6 +193,7 @@ def run_import(args: argparse.Namespace) -> int:
         labels_with_lines,
         load_tasks,
         merge_labels,
+        tasks_criteria,
     )
     from ragbridge.core.labels.human import LabelFileError, save_labels
 
@@ -197,10 +230,19 @@ def run_import(args: argparse.Namespace) -> int:
         f"into {args.out}",
         "annotators: " + ", ".join(f"{name} ({count})" for name, count in people.items()),
         "",
-        _agreement_table(annotator_agreement(merged)),
+        _agreement_table(_asked_only(annotator_agreement(merged, criteria=tasks_criteria(tasks)))),
     ]
     console.say(*lines)
     return EXIT_OK
+
+
+def _asked_only(agreement: dict[str, QuestionAgreement]) -> dict[str, QuestionAgreement]:
+    """Leave out the default questions nobody answered when criteria were asked instead."""
+    from ragbridge.core.labels.human import QUESTIONS
+
+    if len(agreement) == len(QUESTIONS):
+        return agreement
+    return {k: v for k, v in agreement.items() if k not in QUESTIONS or v.labels}
 
 
 def _fmt(value: float | None) -> str:

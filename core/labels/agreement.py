@@ -34,6 +34,15 @@ balanced accuracy at that threshold is reported next to it. Ties go to the cut c
 default. The maximum is in-sample: on a hundred samples it flatters the judge; read it as "the
 threshold to try", and the kappa at the default as the honest figure.
 
+A team's own criterion is compared like a form question: people answered the criterion itself
+(``HumanLabel.criteria``), and the metric of the same name is checked against them — the
+people's yes being the upper half of the criterion's scale (`human.LabelQuestion.positive`),
+its scale coming from the criteria, the results or the labels (`criteria_labels`).
+
+For a set whose samples come in groups (SummEval: 16 summaries of each document), every row also
+carries the mean per-group Spearman (`per_group`), the "summary-level" figure summarization papers
+report, beside the pooled one.
+
 When some samples have two or more annotators, the table also carries how far those people
 agree with each other (`people_agreement`, computed by `ragbridge.core.labels.annotation`): the
 ceiling a judge can hardly exceed.
@@ -56,8 +65,12 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from ..results.evaluation import Evaluation
 from ..results.stats import auroc, cohen_kappa, spearman
-from .annotation import annotator_agreement
+from .annotation import question_agreement
+from .criteria_labels import criteria_in, criterion_questions
 from .human import QUESTIONS, HumanLabel, LabelQuestion, question_for
+from .per_group import per_group_spearman
+from .thresholds import DEFAULT_THRESHOLD, best_threshold
+from .thresholds import _kappa_2x2 as _kappa_2x2  # the tests check it here
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -73,9 +86,6 @@ __all__ = [
     "judge_agreement",
     "people_agreement",
 ]
-
-DEFAULT_THRESHOLD = 0.5
-"""The judge's verdict threshold when the metric states none (see the module docstring)."""
 
 _MIN_VALID_RESAMPLES = 0.9
 """A bootstrap CI needs the statistic defined on at least this share of the resamples."""
@@ -189,6 +199,10 @@ class MetricAgreement(BaseModel):
     spearman: Statistic
     auroc: Statistic
     notes: list[str]
+    spearman_per_group: Statistic | None = None
+    """Mean per-group Spearman (groups: documents), when the samples come in groups."""
+    groups: int = 0
+    """Groups with a defined per-group rho: that mean's n."""
 
     @property
     def compared(self) -> bool:
@@ -260,16 +274,11 @@ class Consensus:
     n_labels: int
 
 
-def _answer(label: HumanLabel, question: LabelQuestion) -> int | str | None:
-    value: int | str | None = getattr(label, question.name)
-    return value
-
-
 def consensus(labels: Iterable[HumanLabel], question: LabelQuestion) -> dict[str, Consensus]:
     """Per sample id, the consensus of the labels that answer ``question``; others are ignored."""
-    answers: dict[str, list[int | str]] = defaultdict(list)
+    answers: dict[str, list[int | float | str | bool]] = defaultdict(list)
     for label in labels:
-        value = _answer(label, question)
+        value = question.answer(label)
         if value is not None:
             answers[label.sample_id].append(value)
     out: dict[str, Consensus] = {}
@@ -283,8 +292,8 @@ def consensus(labels: Iterable[HumanLabel], question: LabelQuestion) -> dict[str
 
 
 def people_agreement(labels: Sequence[HumanLabel], question: LabelQuestion) -> PeopleAgreement:
-    """The annotators' agreement with each other on ``question`` (`annotator_agreement`)."""
-    found = annotator_agreement(labels)[question.name]
+    """The annotators' agreement with each other on ``question`` (`question_agreement`)."""
+    found = question_agreement(question, labels)
     why = found.note or "undefined"
 
     def stat(value: float | None, name: str) -> Statistic:
@@ -307,9 +316,13 @@ def people_agreement(labels: Sequence[HumanLabel], question: LabelQuestion) -> P
 
 
 def positive_side(question: LabelQuestion) -> str:
-    """``grounded = yes`` / ``accuracy >= 4``: what "positive" means for this question."""
-    if question.name == "grounded":
-        return "grounded = yes"
+    """``grounded = yes`` / ``accuracy >= 4``: what "positive" means for this question (a
+    criterion: ``cites_policy = yes``, ``coherence > 3`` — its answers may be means)."""
+    if question.binary or (question.name == "grounded" and not question.criterion):
+        return f"{question.name} = yes"
+    if question.criterion:
+        middle = (float(question.scale[0]) + float(question.scale[-1])) / 2.0
+        return f"{question.name} > {middle:g}"
     return f"{question.name} >= 4"
 
 
@@ -323,17 +336,6 @@ def judge_says_yes(scores: FloatArray, threshold: float, inverted: bool) -> Bool
     """The judge's verdict: yes above the threshold, or below it for a measure of harm."""
     result: BoolArray = scores < threshold if inverted else scores > threshold
     return result
-
-
-def _kappa_2x2(tp: FloatArray, fp: FloatArray, fn: FloatArray, tn: FloatArray) -> FloatArray:
-    """Cohen's kappa of 2×2 tables, vectorised for the threshold search only.
-
-    ``kappa = 2 (TP·TN − FP·FN) / ((TP+FP)(FP+TN) + (TP+FN)(FN+TN))``, the 2×2 form of
-    ``(p_o − p_e) / (1 − p_e)``. The reported kappa is recomputed with `stats.cohen_kappa`.
-    """
-    denominator = (tp + fp) * (fp + tn) + (tp + fn) * (fn + tn)
-    out: FloatArray = 2.0 * (tp * tn - fp * fn) / np.where(denominator > 0, denominator, 1.0)
-    return out
 
 
 def _at(
@@ -373,44 +375,6 @@ def _at(
         balanced_accuracy=balanced,
         confusion=Confusion(positive=side, tp=tp, fp=fp, fn=fn, tn=tn),
     )
-
-
-def best_threshold(
-    scores: FloatArray, people: BoolArray, *, inverted: bool, default: float = DEFAULT_THRESHOLD
-) -> float | str:
-    """The observed score value whose cut maximises Cohen's kappa, or why there is none.
-
-    Candidates are the distinct scores: cutting at ``u`` gives the verdict ``score > u`` (``<``
-    for a measure of harm), so every distinct split of these samples is tried once. Cuts where
-    the judge says the same for every sample are left out. Ties go to the cut closest to
-    ``default``, then to the lower one.
-    """
-    if people.all() or not people.any():
-        return "people gave one answer on every sample: no threshold can be chosen"
-    values, where = np.unique(scores, return_inverse=True)
-    if values.size < 2:
-        return f"the judge gave every sample the same score ({values[0]:g})"
-    weights = people.astype(np.float64)
-    pos_at = np.asarray(np.bincount(where, weights, values.size), dtype=np.float64)
-    neg_at = np.asarray(np.bincount(where, 1.0 - weights, values.size), dtype=np.float64)
-    n_pos, n_neg = float(pos_at.sum()), float(neg_at.sum())
-    tp: FloatArray
-    fp: FloatArray
-    if inverted:  # yes when score < u: the values strictly below u
-        tp = np.cumsum(pos_at) - pos_at
-        fp = np.cumsum(neg_at) - neg_at
-    else:  # yes when score > u: the values strictly above u
-        tp = n_pos - np.cumsum(pos_at)
-        fp = n_neg - np.cumsum(neg_at)
-    fn: FloatArray = n_pos - tp
-    tn: FloatArray = n_neg - fp
-    said_yes = tp + fp
-    usable = (said_yes > 0) & (said_yes < n_pos + n_neg)
-    kappas = np.where(usable, _kappa_2x2(tp, fp, fn, tn), -np.inf)
-    top = float(kappas.max())
-    candidates = np.flatnonzero(usable & (kappas >= top - 1e-12))
-    order = sorted(candidates, key=lambda i: (abs(float(values[i]) - default), float(values[i])))
-    return float(values[order[0]])
 
 
 # --------------------------------------------------------------------------- bootstrap
@@ -512,6 +476,7 @@ def _metric_row(
     confidence: float,
     n_resamples: int,
     seed: int,
+    groups: Mapping[str, str] | None = None,
 ) -> MetricAgreement:
     inverted = metric.split(":", 1)[0] in question.inverted
     cells = _cells(evaluation, metric, labelled)
@@ -616,7 +581,30 @@ def _metric_row(
         spearman=rho,
         auroc=area,
         notes=notes,
+        **_grouped(cells.ids, graded, oriented, groups, notes),
     )
+
+
+def _grouped(
+    ids: Sequence[str],
+    graded: FloatArray,
+    oriented: FloatArray,
+    groups: Mapping[str, str] | None,
+    notes: list[str],
+) -> dict[str, Any]:
+    """The row's per-group Spearman fields (`per_group`), and a note saying what it is."""
+    if groups is None:
+        return {}
+    found = per_group_spearman(ids, graded.tolist(), oriented.tolist(), groups)
+    if found.value is None:
+        notes.append(f"per-document Spearman undefined: {found.reason}")
+        return {"spearman_per_group": Statistic.missing(found.reason or "undefined")}
+    skipped = f", {found.left_out} left out (one score throughout)" if found.left_out else ""
+    notes.append(
+        f"per-document Spearman {found.value:.3f}: mean over {found.groups} documents"
+        f"{skipped} (summary-level, as the G-Eval paper reports)"
+    )
+    return {"spearman_per_group": Statistic.of(found.value), "groups": found.groups}
 
 
 def _why_nothing(cells: _Cells, labelled: int, question: LabelQuestion) -> str | None:
@@ -656,13 +644,20 @@ def judge_agreement(
     n_resamples: int = 2000,
     seed: int = 0,
     source: Mapping[str, str] | None = None,
+    criteria: Mapping[str, LabelQuestion] | None = None,
+    groups: Mapping[str, str] | None = None,
 ) -> AgreementTable:
     """Agreement of every judge metric of ``evaluation`` with the human ``labels``.
 
     ``metrics`` restricts the rows (names as in the results: ``faithfulness``); by default every
-    metric some form question checks. Raises `AgreementError` when nothing can be compared: no
-    labels, no sample id shared by the results and the labels (naming a few of each), or no
-    metric of the results that people were asked about. A metric that *can* be compared but has
+    metric some form question or labelled criterion checks. ``criteria`` gives the criteria's
+    questions (`human.criterion_question`: their scales); a criterion not in it takes its
+    scale from the results or the labels (`criteria_labels`). ``groups`` (sample id -> group,
+    e.g. the document summarised) adds each row's mean per-group Spearman.
+
+    Raises `AgreementError` when nothing can be compared: no labels, no sample id shared by the
+    results and the labels (naming a few of each), no metric of the results that people were
+    asked about, or a criterion answer off its scale. A metric that *can* be compared but has
     no pair (every labelled cell failed) gets a row with n = 0 and its reasons.
     """
     _check_options(threshold, confidence, n_resamples)
@@ -676,25 +671,41 @@ def judge_agreement(
             "no labelled sample is in the results: the sample ids never match "
             f"(labels: {_few(labelled_ids)}; results: {_few(scored_ids) or 'no sample'})"
         )
-    checked, not_compared = _metrics_asked_about(evaluation, metrics)
-    per_question: dict[str, dict[str, Consensus]] = {}
+    chosen = list(evaluation.metrics) if metrics is None else list(metrics)
+    try:
+        asked, notes = criterion_questions(
+            all_labels,
+            given=criteria,
+            evaluation=evaluation,
+            metrics=[m for m in chosen if m in evaluation.metrics],
+            only={m.split(":", 1)[0] for m in chosen},
+        )
+    except ValueError as exc:
+        raise AgreementError(str(exc)) from None
+    checked, not_compared = _metrics_asked_about(
+        evaluation, metrics, asked, criteria_in(all_labels)
+    )
+    per_question: dict[tuple[bool, str], dict[str, Consensus]] = {}
+    questions: dict[tuple[bool, str], LabelQuestion] = {}
     rows: list[MetricAgreement] = []
     for metric, question in checked:
-        if question.name not in per_question:
-            per_question[question.name] = consensus(all_labels, question)
+        key = (question.criterion, question.name)
+        if key not in per_question:
+            per_question[key] = consensus(all_labels, question)
+            questions[key] = question
         rows.append(
             _metric_row(
                 evaluation,
                 metric,
                 question,
-                per_question[question.name],
+                per_question[key],
                 threshold=threshold,
                 confidence=confidence,
                 n_resamples=n_resamples,
                 seed=seed,
+                groups=groups,
             )
         )
-    notes: list[str] = []
     outside = labelled_ids - scored_ids
     if outside:
         notes.append(
@@ -702,9 +713,9 @@ def judge_agreement(
             f"(e.g. {_few(outside)})"
         )
     people = [
-        people_agreement(all_labels, QUESTIONS[name])
-        for name in per_question
-        if any(c.n_labels > 1 for c in per_question[name].values())
+        people_agreement(all_labels, questions[key])
+        for key in per_question
+        if any(c.n_labels > 1 for c in per_question[key].values())
     ]
     return AgreementTable(
         rows=rows,
@@ -735,11 +746,14 @@ def _check_options(threshold: float, confidence: float, n_resamples: int) -> Non
 
 
 def _metrics_asked_about(
-    evaluation: Evaluation, metrics: Sequence[str] | None
+    evaluation: Evaluation,
+    metrics: Sequence[str] | None,
+    criteria: Mapping[str, LabelQuestion],
+    labelled_criteria: Sequence[str] = (),
 ) -> tuple[list[tuple[str, LabelQuestion]], dict[str, str]]:
-    """The chosen metrics a form question checks, with their question, and why the others are
-    not compared. Raises `AgreementError` for a metric not in the results, or when no chosen
-    metric is one people were asked about."""
+    """The chosen metrics a form question or a labelled criterion (by the metric's name) checks,
+    with their question, and why the others are not compared. Raises `AgreementError` for a
+    metric not in the results, or when no chosen metric is one people were asked about."""
     chosen = list(evaluation.metrics) if metrics is None else list(metrics)
     unknown = [m for m in chosen if m not in evaluation.metrics]
     if unknown:
@@ -750,13 +764,13 @@ def _metrics_asked_about(
     not_compared: dict[str, str] = {}
     checked: list[tuple[str, LabelQuestion]] = []
     for metric in chosen:
-        question = question_for(metric)
+        question = criteria.get(metric.split(":", 1)[0]) or question_for(metric)
         if question is None:
             not_compared[metric] = "no form question checks it"
         else:
             checked.append((metric, question))
     if not checked:
-        asked = sorted({m for q in QUESTIONS.values() for m in q.measures})
+        asked = sorted({m for q in QUESTIONS.values() for m in q.measures} | {*labelled_criteria})
         raise AgreementError(
             f"no metric of the results is one people were asked about: the results have "
             f"{', '.join(chosen) or 'no metric'}; the labels check {', '.join(asked)}"

@@ -21,6 +21,12 @@ cell) only fill what the bins cannot. Each task records its ``stratum``: the sam
 not representative, and a reader who wants population estimates reweights by it. The tasks are
 then put in a second hash order so the bins do not show in the sequence of the form.
 
+**A team's own criteria can be asked as themselves.** Given criteria (``ragbridge.core.criteria``
+specs), every task carries them (`AskedCriterion`: the name, the criterion in words, its scale or
+yes/no, a rubric's level descriptions), the form asks them instead of the four default questions,
+and the labels answer them in ``HumanLabel.criteria`` — checked against the task's criteria and
+scales when merged. So a team calibrates its criterion on the very words the judge is given.
+
 **Judge scores travel with the tasks but are not shown.** A person who sees "faithfulness 0.92"
 next to the answer anchors on it, and the labels then measure agreement with the judge by
 construction. The scores are kept in the tasks file (for analysis) and the form leaves them out
@@ -49,19 +55,22 @@ from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..files import atomic_write
 from ..results.evaluation import Evaluation
 from ..results.stats import cohen_kappa, sorted_scale
 from ..sample import Sample
 from .human import (
+    CRITERION_NAME,
     QUESTIONS,
     HumanLabel,
+    LabelQuestion,
+    criterion_question,
     first_label_at,
     line_problem,
     load_labels,
@@ -72,10 +81,12 @@ __all__ = [
     "STRATA",
     "AnnotationError",
     "AnnotationTask",
+    "AskedCriterion",
     "QuestionAgreement",
     "Selection",
     "TaskContext",
     "annotator_agreement",
+    "asked_criterion",
     "default_stratify_metric",
     "form_id",
     "krippendorff_alpha",
@@ -83,8 +94,10 @@ __all__ = [
     "labels_with_lines",
     "load_tasks",
     "merge_labels",
+    "question_agreement",
     "save_tasks",
     "select_tasks",
+    "tasks_criteria",
 ]
 
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
@@ -118,6 +131,49 @@ class TaskContext(BaseModel):
     id: str | None = None
 
 
+class AskedCriterion(BaseModel):
+    """A team's criterion as people are asked it: ``text`` is the criterion in words (a scored
+    criterion's ``criteria``, an aspect's ``definition``, a rubric's meaning), ``scale`` its
+    inclusive integer scale (None: yes/no), ``levels`` a rubric's description per level."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=CRITERION_NAME.pattern)
+    text: str = Field(min_length=1)
+    scale: tuple[int, int] | None = None
+    levels: dict[int, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _scale(self) -> AskedCriterion:
+        if self.scale is not None and not self.scale[0] < self.scale[1]:
+            raise ValueError(f"scale must be two integers, low < high, got {list(self.scale)}")
+        outside = [
+            k for k in self.levels if self.scale is None or not self.scale[0] <= k <= self.scale[1]
+        ]
+        if outside:
+            raise ValueError(f"levels {outside} lie outside the scale")
+        return self
+
+    def question(self) -> LabelQuestion:
+        """The label question whose answers are this criterion's (`criterion_question`)."""
+        return criterion_question(self.name, self.scale)
+
+
+def asked_criterion(spec: Any) -> AskedCriterion:
+    """A criterion spec (``ragbridge.core.criteria``: Criterion, Aspect or Rubric) as people are
+    asked it. Read by attribute, so the labels need not import the criteria package."""
+    kind = getattr(spec, "kind", None)
+    name = str(getattr(spec, "name", ""))
+    if kind == "criterion":
+        return AskedCriterion(name=name, text=str(spec.criteria), scale=spec.scale)
+    if kind == "aspect":
+        return AskedCriterion(name=name, text=str(spec.definition))
+    if kind == "rubric":
+        levels = dict(spec.rubrics)
+        return AskedCriterion(name=name, text=str(spec.meaning), scale=spec.scale, levels=levels)
+    raise ValueError(f"not a criterion spec (Criterion, Aspect or Rubric): {spec!r}")
+
+
 class AnnotationTask(BaseModel):
     """One sample put in front of people: what was asked, retrieved, answered and expected.
 
@@ -136,6 +192,17 @@ class AnnotationTask(BaseModel):
     reference: str | None = None
     scores: dict[str, float] = Field(default_factory=dict)
     stratum: str | None = None
+    criteria: list[AskedCriterion] = Field(default_factory=list)
+    """The team's criteria people are asked instead of the four default questions (none: the
+    four)."""
+
+    def dumped(self) -> dict[str, object]:
+        """The task as JSON data; no ``criteria`` key when none are asked, so tasks (and form
+        ids) written before criteria existed stay the same bytes."""
+        data = self.model_dump(mode="json")
+        if not self.criteria:
+            data.pop("criteria")
+        return data
 
 
 def load_tasks(path: str | os.PathLike[str]) -> list[AnnotationTask]:
@@ -165,7 +232,7 @@ def save_tasks(tasks: Iterable[AnnotationTask], path: str | os.PathLike[str]) ->
     count = 0
     with atomic_write(Path(path)) as handle:
         for task in tasks:
-            handle.write(json.dumps(task.model_dump(mode="json"), ensure_ascii=False) + "\n")
+            handle.write(json.dumps(task.dumped(), ensure_ascii=False) + "\n")
             count += 1
     return count
 
@@ -177,7 +244,7 @@ def form_id(tasks: Sequence[AnnotationTask]) -> str:
     """
     digest = hashlib.sha256()
     for task in tasks:
-        digest.update(json.dumps(task.model_dump(mode="json"), sort_keys=True).encode())
+        digest.update(json.dumps(task.dumped(), sort_keys=True).encode())
         digest.update(b"\n")
     return digest.hexdigest()[:16]
 
@@ -232,16 +299,21 @@ def select_tasks(
     seed: int = 7,
     evaluation: Evaluation | None = None,
     stratify_by: str | None = None,
+    criteria: Sequence[AskedCriterion] = (),
 ) -> Selection:
     """Pick ``n`` samples with an answer and turn them into tasks (see the module docstring).
 
     ``stratify_by`` names a metric of ``evaluation`` to draw evenly across its score bins; None
     draws uniformly. Every scored metric of the sample is copied into ``AnnotationTask.scores``.
+    ``criteria`` are asked in every task instead of the four default questions.
     Fewer than ``n`` answered samples gives them all. Raises ValueError for ``n < 1``, for a
     ``stratify_by`` without an evaluation, or for a metric the evaluation does not hold.
     """
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
+    names = [c.name for c in criteria]
+    if len(set(names)) != len(names):
+        raise ValueError(f"criteria: a name is given twice: {', '.join(names)}")
     _check_stratify_by(evaluation, stratify_by)
     answered = [s for s in samples if s.answer is not None and s.answer.strip()]
     kept = {s.id for s in answered}
@@ -250,7 +322,7 @@ def select_tasks(
     picked.sort(key=lambda pair: _draw(seed, "order", pair[0].id))
     width = len(str(len(picked)))
     tasks = [
-        _task(f"t{i:0{width}d}", sample, evaluation, None if name == "all" else name)
+        _task(f"t{i:0{width}d}", sample, evaluation, None if name == "all" else name, criteria)
         for i, (sample, name) in enumerate(picked, start=1)
     ]
     return Selection(
@@ -310,7 +382,11 @@ def _round_robin(
 
 
 def _task(
-    task_id: str, sample: Sample, evaluation: Evaluation | None, stratum: str | None
+    task_id: str,
+    sample: Sample,
+    evaluation: Evaluation | None,
+    stratum: str | None,
+    criteria: Sequence[AskedCriterion] = (),
 ) -> AnnotationTask:
     scores: dict[str, float] = {}
     if evaluation is not None:
@@ -328,6 +404,7 @@ def _task(
         reference=sample.reference,
         scores=scores,
         stratum=stratum,
+        criteria=list(criteria),
     )
 
 
@@ -384,6 +461,12 @@ def merge_labels(
                 )
         elif len(tasks_of[label.sample_id]) == 1:
             label = label.model_copy(update={"task_id": tasks_of[label.sample_id][0]})
+        shown_tasks = (
+            [by_task[label.task_id]]
+            if label.task_id is not None
+            else [by_task[t] for t in tasks_of[label.sample_id]]
+        )
+        _check_criteria(where, label, shown_tasks)
         first = first_label_at(seen, label, where)
         if first is not None:
             raise AnnotationError(
@@ -394,6 +477,32 @@ def merge_labels(
     position = {task.task_id: i for i, task in enumerate(tasks)}
     merged.sort(key=lambda lab: (position.get(lab.task_id or "", len(position)), lab.annotator))
     return merged
+
+
+def _check_criteria(where: str, label: HumanLabel, shown: Sequence[AnnotationTask]) -> None:
+    """A label answers only the criteria its task asked, each on the criterion's scale."""
+    if not label.criteria:
+        return
+    asked = {c.name: c for task in shown for c in task.criteria}
+    for name, answer in label.criteria.items():
+        criterion = asked.get(name)
+        if criterion is None:
+            known = ", ".join(sorted(asked)) or "none"
+            raise AnnotationError(
+                f"{where}: criteria.{name}: not a criterion the task asked (it asked: {known})"
+            )
+        if not criterion.question().on_scale(answer):
+            scale = (
+                "true or false"
+                if criterion.scale is None
+                else (f"{criterion.scale[0]}-{criterion.scale[1]}")
+            )
+            raise AnnotationError(f"{where}: criteria.{name}: {answer!r} is off its scale {scale}")
+
+
+def tasks_criteria(tasks: Iterable[AnnotationTask]) -> dict[str, LabelQuestion]:
+    """The label question of every criterion the tasks ask (for `annotator_agreement`)."""
+    return {c.name: c.question() for task in tasks for c in task.criteria}
 
 
 # ------------------------------------------------------------------------------ agreement
@@ -504,23 +613,36 @@ class QuestionAgreement:
     note: str | None = None
 
 
-def _answers(labels: Iterable[HumanLabel], question: str) -> dict[str, dict[str, str]]:
-    """sample id → annotator → answer (as the scale's string) for the answered labels."""
+def _answers(
+    labels: Iterable[HumanLabel], question: LabelQuestion
+) -> tuple[dict[str, dict[str, str]], int]:
+    """sample id → annotator → answer (as the scale's string) for the answered labels, and how
+    many answers fell between two points of the scale (means, which no point stands for)."""
     table: dict[str, dict[str, str]] = defaultdict(dict)
+    between = 0
     for label in labels:
-        answer = getattr(label, question)
-        if answer is not None:
-            table[label.sample_id][label.annotator] = str(answer)
-    return table
+        answer = question.answer(label)
+        if answer is None:
+            continue
+        point = question.point(answer)
+        if point is None:
+            between += 1
+        else:
+            table[label.sample_id][label.annotator] = point
+    return table, between
 
 
-def _question_agreement(question: str, labels: Sequence[HumanLabel]) -> QuestionAgreement:
-    scale = ORDINAL_SCALES[question]
+def question_agreement(question: LabelQuestion, labels: Sequence[HumanLabel]) -> QuestionAgreement:
+    """How far the annotators of ``labels`` agree on ``question`` (see the module docstring)."""
+    scale = ORDINAL_SCALES.get(question.name) if not question.criterion else None
+    scale = scale or question.scale
     rank = {value: i for i, value in enumerate(scale)}
-    table = _answers(labels, question)
+    table, between = _answers(labels, question)
     annotators = sorted({a for answers in table.values() for a in answers})
     multi = [answers for answers in table.values() if len(answers) >= 2]
     notes: list[str] = []
+    if between:
+        notes.append(f"{between} answer(s) between two points of the scale left out")
     alpha: float | None = None
     agreement: float | None = None
     if multi:
@@ -557,7 +679,7 @@ def _question_agreement(question: str, labels: Sequence[HumanLabel]) -> Question
     if multi and not kappas:
         notes.append("kappa undefined: no two annotators share two samples with varied labels")
     return QuestionAgreement(
-        question=question,
+        question=question.name,
         labels=sum(len(answers) for answers in table.values()),
         items=len(table),
         items_multi=len(multi),
@@ -570,10 +692,22 @@ def _question_agreement(question: str, labels: Sequence[HumanLabel]) -> Question
     )
 
 
-def annotator_agreement(labels: Iterable[HumanLabel]) -> dict[str, QuestionAgreement]:
-    """Inter-annotator agreement per question of the form (`QUESTIONS` order)."""
+def annotator_agreement(
+    labels: Iterable[HumanLabel], *, criteria: Mapping[str, LabelQuestion] | None = None
+) -> dict[str, QuestionAgreement]:
+    """Inter-annotator agreement per question: the form's four (`QUESTIONS` order), then every
+    criterion the labels answer, keyed by its name (``criteria.<name>`` when the name is also one
+    of the four). ``criteria`` gives the criteria's scales; a criterion missing from it has its
+    scale read from the labels (`criteria_labels.criterion_questions`)."""
+    from .criteria_labels import criterion_questions
+
     kept = list(labels)
-    return {question: _question_agreement(question, kept) for question in QUESTIONS}
+    out = {question: question_agreement(QUESTIONS[question], kept) for question in QUESTIONS}
+    asked, _ = criterion_questions(kept, given=criteria)
+    for name, question in asked.items():
+        key = f"criteria.{name}" if name in out else name
+        out[key] = question_agreement(question, kept)
+    return out
 
 
 def label_counts(labels: Iterable[HumanLabel]) -> Mapping[str, int]:
