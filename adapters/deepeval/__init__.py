@@ -13,7 +13,8 @@ metrics (`metrics`, `dropins`), judges across the border (`models`), DeepEval as
 * **Drop-ins** (`ragbridge.adapters.deepeval.dropins`): `FaithfulnessMetric`,
   `AnswerRelevancyMetric`, `ContextualPrecisionMetric`, `ContextualRecallMetric`,
   `HallucinationMetric` — DeepEval's class names, arguments, columns, required fields and
-  directions, so that changing the import is the whole migration.
+  directions, so that changing the import is the whole migration; `GEval`
+  (`ragbridge.adapters.deepeval.criteria`) the same for a team's own criterion.
 * **Models** (`ragbridge.adapters.deepeval.models`): `DeepEvalJudge` runs DeepEval's own metrics
   on a ragbridge judge (retries, cache, usage); `judge_of_model` reads DeepEval's ``model=``.
 * **Provider** (`ragbridge.adapters.deepeval.provider`): ``"faithfulness:deepeval"`` and the
@@ -36,6 +37,7 @@ INSTALL_HINT = install_hint("deepeval")
 """What to run when the ``deepeval`` extra is missing."""
 
 if TYPE_CHECKING:
+    from .criteria import GEval
     from .dropins import (
         AnswerRelevancyMetric,
         ContextualPrecisionMetric,
@@ -74,6 +76,7 @@ _EXPORTS: dict[str, str] = {
     "ContextualPrecisionMetric": "dropins",
     "ContextualRecallMetric": "dropins",
     "DeepEvalNamedMetric": "dropins",
+    "GEval": "criteria",
     "FaithfulnessMetric": "dropins",
     "HallucinationMetric": "dropins",
     "DeepEvalJudge": "models",
@@ -90,6 +93,7 @@ __all__ = [
     "DeepEvalJudge",
     "DeepEvalNamedMetric",
     "FaithfulnessMetric",
+    "GEval",
     "HallucinationMetric",
     "JudgeCallFailed",
     "RagbridgeMetric",

@@ -139,10 +139,11 @@ class DeepEvalNamedMetric(RagbridgeMetric):
     def _sample(self, test_case: LLMTestCase) -> Sample:
         # DeepEval's check and wording (deepeval.metrics.utils.check_llm_test_case_params):
         # a None field is missing, and so is an empty actual_output.
+        required = self._required()
         empty = getattr(test_case, "actual_output", None) == ""
-        if empty and "actual_output" in self.required_fields:
+        if empty and "actual_output" in required:
             self._missing(f"'actual_output' cannot be empty for the '{self.__name__}' metric")
-        missing = [f"'{f}'" for f in self.required_fields if getattr(test_case, f, None) is None]
+        missing = [f"'{f}'" for f in required if getattr(test_case, f, None) is None]
         if missing:
             if len(missing) <= 2:
                 listed = " and ".join(missing)
@@ -150,6 +151,11 @@ class DeepEvalNamedMetric(RagbridgeMetric):
                 listed = ", ".join(missing[:-1]) + ", and " + missing[-1]
             self._missing(f"{listed} cannot be None for the '{self.__name__}' metric")
         return super()._sample(test_case)
+
+    def _required(self) -> tuple[str, ...]:
+        """The test case fields checked before scoring (the class's; `GEval`'s are its
+        ``evaluation_params``)."""
+        return self.required_fields
 
     def _missing(self, message: str) -> None:
         self.error = message

@@ -16,6 +16,8 @@ field, and loud where it cannot.
 * **Metrics** (`ragbridge.adapters.ragas.metrics`): ragbridge's measures as RAGAS metrics
   (`RagbridgeMetric`, `ragbridge_metrics`), their columns named as RAGAS names its own
   (`ragbridge.adapters.ragas.names`).
+* **Criteria** (`ragbridge.adapters.ragas.criteria`): ``AspectCritic`` and ``RubricsScore``
+  under RAGAS's names and arguments, on ragbridge's `Aspect` and `Rubric`.
 * **Running and results** (`ragbridge.adapters.ragas.runner`, `.results`, `.callbacks`):
   ``ragas.evaluate`` watched through RAGAS's callbacks, so that its result says why a cell is
   NaN (`RagasResult`), and every RAGAS score as a ragbridge `Score` — never NaN.
@@ -42,6 +44,7 @@ INSTALL_HINT = install_hint("ragas")
 """What to run when the ``ragas`` extra is missing."""
 
 if TYPE_CHECKING:
+    from .criteria import AspectCritic, RubricsScore
     from .datasets import from_hf_dataset, from_ragas_dataset, to_hf_dataset, to_ragas_dataset
     from .metrics import (
         RagbridgeMetric,
@@ -91,6 +94,8 @@ _EXPORTS: dict[str, str] = {
     "RagasModernEmbedder": "models",
     "embedder_from_ragas": "models",
     "judge_from_ragas": "models",
+    "AspectCritic": "criteria",
+    "RubricsScore": "criteria",
     "RagbridgeMetric": "metrics",
     "RagbridgeScoreError": "metrics",
     "RagbridgeSkipped": "metrics",
@@ -113,6 +118,7 @@ __all__ = [
     "RAGAS_FIELDS",
     "RAGAS_METRIC_NAMES",
     "RAGAS_NAMES",
+    "AspectCritic",
     "RagasEmbedder",
     "RagasInstructorJudge",
     "RagasJudge",
@@ -122,6 +128,7 @@ __all__ = [
     "RagbridgeMetric",
     "RagbridgeScoreError",
     "RagbridgeSkipped",
+    "RubricsScore",
     "aevaluate",
     "embedder_from_ragas",
     "evaluate",
