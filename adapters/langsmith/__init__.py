@@ -5,7 +5,8 @@
 * **Sink side** (`ragbridge.adapters.langsmith.evaluators`): ragbridge metrics as drop-in
   ``langsmith.evaluate`` evaluators, traced like LangSmith's own function evaluators
   (`ragbridge.adapters.langsmith.tracing`); where they find each field of a sample in a run is
-  `ragbridge.adapters.langsmith.fields`.
+  `ragbridge.adapters.langsmith.fields`. A team's own criteria (`criteria_evaluators`) and
+  openevals' ``create_llm_as_judge`` counterpart are in `ragbridge.adapters.langsmith.criteria`.
 * **Both sides** read traces with `ragbridge.adapters.langsmith.reading` (run fields, retriever
   runs, retrieved documents as contexts).
 
@@ -15,6 +16,12 @@ Importing it without langsmith raises ImportError naming the extra (`INSTALL_HIN
 
 from __future__ import annotations
 
+from .criteria import (
+    LLMJudge,
+    create_async_llm_as_judge,
+    create_llm_as_judge,
+    criteria_evaluators,
+)
 from .evaluators import (
     KEY_PRESETS,
     LANGSMITH_TUTORIAL_KEYS,
@@ -44,11 +51,15 @@ __all__ = [
     "LANGSMITH_TUTORIAL_KEYS",
     "FieldSpec",
     "IdKey",
+    "LLMJudge",
     "OfflineClient",
     "RagbridgeEvaluators",
     "RagbridgeRunEvaluator",
     "RagbridgeSummaryEvaluator",
     "build_run_trees",
+    "create_async_llm_as_judge",
+    "create_llm_as_judge",
+    "criteria_evaluators",
     "evaluators",
     "example_id",
     "example_records",

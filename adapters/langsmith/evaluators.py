@@ -196,6 +196,15 @@ def _feedback_keys(keys: Mapping[str, str] | str | None, metrics: Sequence[str])
     return chosen
 
 
+def _reads_contexts(metric: Metric) -> bool:
+    """Whether ``metric`` may read the retrieved contexts: it requires them, or its declared
+    reads name them, or it declares none (then it may read anything)."""
+    reads = metric.reads if metric.own_provider else metric._provided_reads
+    if reads is None or "contexts" in metric.requires:
+        return True
+    return any(r == "contexts" or r.startswith("contexts.") for r in reads)
+
+
 # --------------------------------------------------------------------------- per-run outcome
 
 
@@ -283,6 +292,8 @@ class RagbridgeEvaluators:
             relevance=field_keys("relevance_key", relevance_key, RELEVANCE_KEYS),
             id_key=id_keys(id_key),
             sample_from=sample_from,
+            contexts_read=contexts_from is not None
+            or any(_reads_contexts(m) for m in self.scorer.metrics),
         )
         self.sample_from = sample_from
 

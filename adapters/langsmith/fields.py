@@ -190,6 +190,9 @@ class Fields:
     relevance: Keys
     id_key: Keys | None = None
     sample_from: Callable[[Any, Any], Sample] | None = None
+    contexts_read: bool = True
+    """False when no measure of the set reads contexts (a criterion of the question and the
+    answer): the run is then not asked for any, and a pipeline without retrieval scores."""
 
     def __post_init__(self) -> None:
         retriever, sample_from = self.retriever, self.sample_from
@@ -217,7 +220,8 @@ class Fields:
             return FieldsRead(self._sample_from(run, example))
         notes: dict[str, str] = {}
         question = self.question_of(run, example)
-        contexts, missed = self.with_ids(run, self.contexts_of(run, example))
+        read = self.contexts_of(run, example) if self.contexts_read else []
+        contexts, missed = self.with_ids(run, read)
         if self.id_key is not None and ids_seen is not None:
             ids_seen((missed, len(contexts)))
         answer = self._optional("answer", self.answer_of, run, example, notes)

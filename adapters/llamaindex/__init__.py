@@ -7,7 +7,8 @@
   ragbridge's `Judge` and `Embedder` (`ragbridge.adapters.llamaindex.defaults` reads LlamaIndex's
   ``Settings.llm`` / ``Settings.embed_model`` where a model is needed and none was given).
 * **Sink side** (`ragbridge.adapters.llamaindex.evaluators`): ragbridge metrics as LlamaIndex
-  ``BaseEvaluator``s, and scoring of every query an engine answers as it happens.
+  ``BaseEvaluator``s, and scoring of every query an engine answers as it happens; a team's own
+  guidelines as ``GuidelineEvaluator`` (`ragbridge.adapters.llamaindex.criteria`).
 * **Test sets** (`ragbridge.adapters.llamaindex.documents`): documents and nodes as the
   documents `ragbridge.core.testset.generate_testset` writes questions from.
 * **Retrieval** (`ragbridge.adapters.llamaindex.retrieval`): LlamaIndex's ``RetrieverEvaluator``
@@ -33,6 +34,7 @@ from .capture import (
     run_query_engine,
     run_retriever,
 )
+from .criteria import GuidelineEvaluator, guideline_aspect
 from .documents import source_documents
 from .evaluators import (
     LLAMAINDEX_PASSING,
@@ -63,6 +65,7 @@ __all__ = [
     "SHADOW_TAG",
     "CapturedQuery",
     "CapturedRetrieval",
+    "GuidelineEvaluator",
     "IdMismatchError",
     "IdMismatchWarning",
     "LiveScoring",
@@ -81,6 +84,7 @@ __all__ = [
     "engine_kind",
     "evaluation_of",
     "evaluators_for",
+    "guideline_aspect",
     "map_error",
     "node_to_context",
     "nodes_to_contexts",

@@ -22,6 +22,7 @@ try:  # every name at once: a LlamaIndex too old or broken to have one also name
     from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
     from llama_index.core.chat_engine.types import BaseChatEngine, StreamingAgentChatResponse
     from llama_index.core.evaluation import BaseEvaluator, EvaluationResult, RetrieverEvaluator
+    from llama_index.core.evaluation.guideline import DEFAULT_GUIDELINES
     from llama_index.core.evaluation.retrieval.base import (
         RetrievalEvalMode,
         RetrievalEvalResult,
@@ -63,6 +64,7 @@ MODEL_CALL_ENDS = (LLMChatEndEvent, LLMCompletionEndEvent)
 """The events that close an LLM call."""
 
 __all__ = [
+    "DEFAULT_GUIDELINES",
     "MODEL_CALL_ENDS",
     "MODEL_CALL_STARTS",
     "AsyncStreamingResponse",
