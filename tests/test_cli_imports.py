@@ -40,6 +40,7 @@ SUBCOMMANDS = (
     "annotate",
     "cache",
     "compare",
+    "criteria",
     "demo",
     "eval",
     "run",

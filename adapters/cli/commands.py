@@ -36,6 +36,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "score one eval set with ragbridge, RAGAS and DeepEval and compare the scores",
     ),
     (
+        "criteria",
+        "criteria_command",
+        "pin or check the evaluation steps of a criteria file (freeze, check)",
+    ),
+    (
         "demo",
         "demo_command",
         "run the offline demo: two pipelines captured, scored, compared and reported",

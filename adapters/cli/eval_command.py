@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from ragbridge.adapters.cli import (
     cluster_command,
     console,
+    criteria_command,
     history_command,
     recording,
     repeat_command,
@@ -48,16 +49,18 @@ from ragbridge.adapters.cli.errors import EXIT_OK, UserError
 from ragbridge.adapters.cli.options import (
     DEFAULT_METRICS,
     SampleScan,
+    add_generator_option,
     add_scoring_options,
     build_judge,
     build_nli,
     choose_metrics,
+    count_own_answers,
     embedder_for,
     own_answers_warning,
     progress,
     read_samples,
     scan_samples,
-    self_judging_warning,
+    self_judged,
     settings_from,
     split_names,
     summary_lines,
@@ -69,6 +72,7 @@ from ragbridge.adapters.cli.plural import noun, plural
 from ragbridge.adapters.cli.recording import history_config
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds these parsers without them
+    from ragbridge.core.criteria import CriteriaFile
     from ragbridge.core.judging.judge import Embedder, EntailmentModel, Judge
     from ragbridge.core.metrics.base import Metric
     from ragbridge.core.monitoring.history import RunCellWriter
@@ -91,6 +95,9 @@ __all__ = [
 LANGSMITH_METRICS = "faithfulness,answer_relevance"
 """What a runs export can support: runs hold question, answer and contexts, never labels."""
 
+ESTIMATE_METRICS = "faithfulness,answer_relevance,context_precision,context_recall"
+"""What ``estimate`` prices when neither ``--metrics`` nor ``--criteria`` says."""
+
 
 def register(sub: Any) -> None:
     ev = add_command(
@@ -104,6 +111,8 @@ def register(sub: Any) -> None:
     ev.add_argument("data", metavar="DATA.jsonl", help="ragbridge samples, one JSON per line")
     _outputs(ev)
     add_scoring_options(ev)
+    add_generator_option(ev)
+    criteria_command.add_criteria_option(ev)
     ev.set_defaults(metrics=DefaultMetrics(DEFAULT_METRICS))  # fitted to the file's fields
     split_command.add_heldout_options(ev)
     repeat_command.add_repeat_option(ev)
@@ -125,6 +134,8 @@ def register(sub: Any) -> None:
     )
     _outputs(run)
     add_scoring_options(run)
+    add_generator_option(run)
+    criteria_command.add_criteria_option(run)
     run.set_defaults(metrics=DefaultMetrics(DEFAULT_METRICS))  # fitted to the questions' fields
     split_command.add_heldout_options(run)
     run.set_defaults(handler=run_pipeline)
@@ -144,6 +155,9 @@ def register(sub: Any) -> None:
     )
     _outputs(ls)
     add_scoring_options(ls, default_metrics=LANGSMITH_METRICS)
+    ls.set_defaults(metrics=DefaultMetrics(LANGSMITH_METRICS))  # told apart from a typed list
+    add_generator_option(ls)
+    criteria_command.add_criteria_option(ls)
     ls.set_defaults(handler=run_langsmith)
 
     est = add_command(
@@ -155,9 +169,11 @@ def register(sub: Any) -> None:
     est.add_argument("data", metavar="DATA.jsonl")
     est.add_argument(
         "--metrics",
-        default="faithfulness,answer_relevance,context_precision,context_recall",
-        help="comma-separated judge metrics (default: the four RAG metrics)",
+        default=DefaultMetrics(ESTIMATE_METRICS),
+        help=f"comma-separated judge metrics (default: the four RAG metrics, {ESTIMATE_METRICS}; "
+        "with --criteria, the criteria alone)",
     )
+    criteria_command.add_criteria_option(est)
     add_cost_options(
         est,
         price=float,
@@ -222,20 +238,30 @@ def prepare(
     chosen for the metrics that are left.
     """
     check_paths(args, inputs)
+    criteria = criteria_command.criteria_of(args)  # a bad file is refused before the judge
     judge = build_judge(args.judge, args.base_url)
-    scanned = scan_samples(str(scan), judge) if scan is not None else None
-    names = _metric_names(args, scanned.fields if scanned is not None else fields)
+    generator = getattr(args, "generator_model", None)
+    scanned = scan_samples(str(scan), judge, generator) if scan is not None else None
+    names = _metric_names(args, scanned.fields if scanned is not None else fields, criteria)
     metrics, note = choose_metrics(
         names, have_judge=judge is not None, have_nli=args.nli is not None
     )
+    metrics = criteria_command.bind(metrics, criteria)
     embedder = embedder_for(args.embedder, args.base_url, metrics)
     return Plan(metrics, judge, embedder, build_nli(args.nli), note, scanned)
 
 
-def _metric_names(args: argparse.Namespace, fields: FieldCounts | None) -> list[str]:
-    """``--metrics`` as given; the default set fitted to ``fields``, said on one line."""
+def _metric_names(
+    args: argparse.Namespace, fields: FieldCounts | None, criteria: CriteriaFile | None = None
+) -> list[str]:
+    """``--metrics`` as given; the default set fitted to ``fields``, said on one line; with
+    ``--criteria``, the file's criteria beside them (alone when ``--metrics`` was not given)."""
+    asked = not isinstance(args.metrics, DefaultMetrics)
+    if criteria is not None:
+        names = split_names(args.metrics) if asked else []
+        return criteria_command.criteria_names(names, criteria, asked=asked)
     names = split_names(args.metrics)
-    if fields is None or not isinstance(args.metrics, DefaultMetrics):
+    if fields is None or asked:
         return names
     try:
         choice = fit_default(names, fields)
@@ -283,6 +309,7 @@ def score(
             progress=advance,
             on_result=on_result,
             keep=on_result is None,
+            generator_model=getattr(args, "generator_model", None),
         )
     evaluation.metadata.update(metadata or {})
     return evaluation
@@ -412,10 +439,25 @@ def _save_samples(args: argparse.Namespace, samples: list[Sample]) -> None:
         console.say(f"wrote {args.save_samples}")
 
 
-def _warn_self_judging(samples: Iterable[Sample], judge: Judge | None) -> None:
-    warning = self_judging_warning(samples, judge)
+def _self_judging(
+    args: argparse.Namespace, samples: Iterable[Sample], plan: Plan
+) -> dict[str, Any]:
+    """Say once (stderr) how many answers the judge's own model wrote; the header entry."""
+    own = count_own_answers(samples, plan.judge, getattr(args, "generator_model", None))
+    return _said_self_judging(plan, own)
+
+
+def _said_self_judging(plan: Plan, own: int) -> dict[str, Any]:
+    """One line on stderr and the results-header entry, when a judge metric grades ``own``
+    answers of the judge's own model (the core's `SelfPreferenceWarning` is filtered by
+    `ragbridge.adapters.cli.main`, so the line is said once)."""
+    judge = plan.judge
+    if judge is None or not any(m.needs_judge for m in plan.metrics):
+        return {}
+    warning = own_answers_warning(judge.model, own)
     if warning:
         console.note(warning)
+    return self_judged(judge, own)
 
 
 # --------------------------------------------------------------------------- the commands
@@ -429,11 +471,10 @@ def run_eval(args: argparse.Namespace) -> int:
     plan = prepare(args, [data], scan=data)
     scan = plan.scan
     assert scan is not None  # prepare scanned ``data``
-    warning = own_answers_warning(plan.judge.model, scan.own_answers) if plan.judge else None
-    if warning:
-        console.note(warning)
+    own = _said_self_judging(plan, scan.own_answers)
     heldout = split_command.check_heldout(args, data)
-    metadata = {"heldout": heldout} if heldout else {}
+    metadata: dict[str, Any] = {"heldout": heldout} if heldout else {}
+    metadata.update(own)
     metadata.update(recording.history_metadata(args))
     if args.repeat > 1:
         return repeat_command.run_repeated(args, plan, data, scan.count, metadata)
@@ -539,10 +580,14 @@ def run_pipeline(args: argparse.Namespace) -> int:
     pipeline = _made(args.pipeline, "PIPELINE")
     samples = _run_any(pipeline, questions, args.pipeline)
     _save_samples(args, samples)
-    _warn_self_judging(samples, plan.judge)
+    own = _self_judging(args, samples, plan)
     metadata = {"heldout": heldout} if heldout else {}
     evaluation = score(
-        args, plan, samples, len(samples), metadata={**metadata, **recording.history_metadata(args)}
+        args,
+        plan,
+        samples,
+        len(samples),
+        metadata={**metadata, **own, **recording.history_metadata(args)},
     )
     return finish(args, evaluation, n_samples=len(samples), samples=lambda: samples, command="run")
 
@@ -577,8 +622,10 @@ def run_langsmith(args: argparse.Namespace) -> int:
         raise UserError(f"{args.runs}: holds no runs")
     samples = samples_from_runs(runs, retriever=args.retriever)
     _save_samples(args, samples)
-    _warn_self_judging(samples, plan.judge)
-    evaluation = score(args, plan, samples, len(samples), metadata=recording.history_metadata(args))
+    own = _self_judging(args, samples, plan)
+    evaluation = score(
+        args, plan, samples, len(samples), metadata={**own, **recording.history_metadata(args)}
+    )
     return finish(
         args, evaluation, n_samples=len(samples), samples=lambda: samples, command="langsmith"
     )
@@ -589,8 +636,10 @@ def run_estimate(args: argparse.Namespace) -> int:
     from ragbridge.core.scoring.runner import estimate
 
     samples = read_samples(args.data)
-    metrics, _ = choose_metrics(split_names(args.metrics), have_judge=True, have_nli=True)
-    est = estimate(samples, metrics)
+    criteria = criteria_command.criteria_of(args)
+    names = _metric_names(args, None, criteria)
+    metrics, _ = choose_metrics(names, have_judge=True, have_nli=True)
+    est = estimate(samples, criteria_command.bind(metrics, criteria))
     lines = [
         f"{plural(est.samples, 'sample')}, metrics: {', '.join(m.name for m in metrics)}",
         f"judge calls: {est.calls} ({est.calls_per_sample:.1f} per sample)",

@@ -72,6 +72,12 @@ def register(sub: Any) -> None:
     )
     split_command.add_heldout_options(gate, gate=True)
     history_command.add_history_option(gate)
+    gate.add_argument(
+        "--criteria",
+        metavar="CRITERIA.yaml",
+        help="the criteria file the results were scored with: its criteria are gated in their "
+        "own direction (higher_is_better: false gates from above)",
+    )
     gate.set_defaults(handler=run_gate)
 
 
@@ -210,6 +216,10 @@ def run_gate(args: argparse.Namespace) -> int:
         inputs = [Path(p) for p in (args.results, args.baseline, args.data) if p]
         history_command.check_history(args.history, inputs=inputs)
     current = _load(args.results, "results")
+    if args.criteria:  # their names resolve, with their direction, like any measure's
+        from ragbridge.adapters.cli.criteria_command import register_file
+
+        register_file(args.criteria)
     thresholds = _thresholds(args.threshold, current)
     checks = [  # each: its lines, in the order printed, and how many of them missed
         _aborted_lines(current),

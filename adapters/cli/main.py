@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 from importlib import import_module
 from typing import Any, NoReturn
@@ -95,7 +96,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     console.reset()
     try:
-        code: int = args.handler(args)
+        with warnings.catch_warnings():
+            _said_by_the_command()
+            code: int = args.handler(args)
     except KeyboardInterrupt:
         console.note("interrupted")
         return EXIT_INTERRUPTED
@@ -114,6 +117,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.error(f"--cache: {_one_line(exc)}")  # a cache file that SQLite cannot use
         return EXIT_USAGE
     return code
+
+
+def _said_by_the_command() -> None:
+    """Python warnings a command says in its own words (one line on stderr) are not repeated
+    by the warnings machinery: the judge grading its own model's answers."""
+    from ragbridge.core.judging.self_preference import SelfPreferenceWarning
+
+    warnings.simplefilter("ignore", SelfPreferenceWarning)
 
 
 def _one_line(exc: BaseException) -> str:

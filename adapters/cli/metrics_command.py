@@ -6,6 +6,10 @@ measure's, or the provider's own where that differs (RAGAS's ``exact_match`` com
 where the measure is SQuAD-normalised: `ProviderSpec.definition`). The table is
 read from `ragbridge.core.registry` (plugins included), so it cannot drift from what
 ``--metrics`` accepts. ``--markdown`` prints the table the docs hold; ``--json`` one object per row.
+
+``--criteria FILE`` lists a team's own criteria instead (registered from the file as ``eval
+--criteria`` registers them, kind ``criteria``): each one's kind, the fields it reads, its
+direction, scale, where its steps come from and its judge calls per sample.
 """
 
 from __future__ import annotations
@@ -14,12 +18,12 @@ import argparse
 import json
 from typing import Any
 
-from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli import console, criteria_command
 from ragbridge.adapters.cli.commands import add_command
 from ragbridge.adapters.cli.errors import EXIT_OK
 from ragbridge.adapters.cli.tables import aligned
 
-KINDS = ("judge", "string", "ranking")
+KINDS = ("judge", "string", "ranking", "criteria")
 
 
 def register(sub: Any) -> None:
@@ -33,6 +37,12 @@ def register(sub: Any) -> None:
     shape = parser.add_mutually_exclusive_group()
     shape.add_argument("--markdown", action="store_true", help="a Markdown table")
     shape.add_argument("--json", action="store_true", help="one JSON object per line")
+    parser.add_argument(
+        "--criteria",
+        metavar="CRITERIA.yaml",
+        help="list the criteria of this file (kind criteria): fields read, direction, scale, "
+        "steps, judge calls",
+    )
     parser.set_defaults(handler=run_metrics)
 
 
@@ -40,6 +50,8 @@ def run_metrics(args: argparse.Namespace) -> int:
     from ragbridge.core import metrics  # noqa: F401  (registers the built-in measures)
     from ragbridge.core.registry import REGISTRY
 
+    if args.criteria:
+        return _list_criteria(args)
     if args.markdown:
         console.say(REGISTRY.markdown().rstrip("\n"))
         return EXIT_OK
@@ -56,5 +68,25 @@ def run_metrics(args: argparse.Namespace) -> int:
         console.note(f"a provider plugin failed to load: {problem}")
     for spec in REGISTRY.dangling():
         console.note(f"provider {spec.key} is registered for a measure that does not exist")
+    console.say(*aligned(table))
+    return EXIT_OK
+
+
+def _list_criteria(args: argparse.Namespace) -> int:
+    """The file's criteria, registered as ``eval --criteria`` registers them; stale frozen
+    steps are listed as such, not refused: this only reads the file."""
+    file = criteria_command.register_file(args.criteria)
+    rows = criteria_command.criteria_rows(file)
+    if args.json:
+        console.say(*(json.dumps(r, ensure_ascii=False) for r in rows))
+        return EXIT_OK
+    columns = ("measure", "type", "reads", "direction", "scale", "steps", "judge calls", "meaning")
+    if args.markdown:
+        lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+        lines += ["| " + " | ".join(r[c] for c in columns) + " |" for r in rows]
+        console.say(*lines)
+        return EXIT_OK
+    table: list[tuple[str, ...]] = [("name", *columns[1:])]
+    table += [tuple(r[c] for c in columns) for r in rows]
     console.say(*aligned(table))
     return EXIT_OK

@@ -46,6 +46,7 @@ from ragbridge.adapters.cli.paths import check_input
 # must not pay ~0.2 s of imports it never uses.
 if TYPE_CHECKING:
     from ragbridge.core.judging.judge import Embedder, EntailmentModel, Judge
+    from ragbridge.core.judging.self_preference import SelfPreference
     from ragbridge.core.metrics.base import Metric
     from ragbridge.core.results.evaluation import Evaluation
     from ragbridge.core.results.tally import Tally
@@ -56,18 +57,21 @@ __all__ = [
     "DEFAULT_METRICS",
     "SampleScan",
     "UserError",
+    "add_generator_option",
     "add_model_options",
     "add_scoring_options",
     "build_embedder",
     "build_judge",
     "build_nli",
     "choose_metrics",
+    "count_own_answers",
     "embedder_for",
     "metrics_for",
     "own_answers_warning",
     "progress",
     "read_samples",
     "scan_samples",
+    "self_judged",
     "self_judging_warning",
     "split_names",
     "summary_lines",
@@ -105,10 +109,23 @@ def add_scoring_options(
     )
 
 
+def add_generator_option(parser: argparse.ArgumentParser) -> None:
+    """``--generator-model``: the model that wrote the answers, for the self-preference check
+    where the samples' metadata does not name it (``generator_model``, which the LangChain,
+    LlamaIndex and LangSmith captures record)."""
+    parser.add_argument(
+        "--generator-model",
+        metavar="MODEL",
+        help="the model that wrote the answers whose metadata names none (generator_model); "
+        "a judge of the same model is said once on stderr and in the results header",
+    )
+
+
 def add_model_options(
     parser: argparse.ArgumentParser,
     *,
     nli: bool = True,
+    embedder: bool = True,
     judge_help: str | None = None,
     embedder_help: str | None = None,
     cache_help: str | None = None,
@@ -117,7 +134,8 @@ def add_model_options(
     (``--judge``, ``--base-url``, ``--embedder``, ``--nli``, ``--cache``, ``--concurrency``,
     ``--timeout``, ``--max-retries``), read back by `settings_from`. Declared once, so every
     command spells and checks them alike; a command may word the help of the three whose role
-    differs (what the judge, the embedder and the cache are for)."""
+    differs (what the judge, the embedder and the cache are for). ``embedder=False`` leaves
+    out ``--embedder`` for a command that only asks a judge."""
     parser.add_argument(
         "--judge",
         metavar="SPEC",
@@ -130,13 +148,14 @@ def add_model_options(
         help="base URL of an OpenAI-compatible endpoint for openai: specs "
         "(default: OPENAI_BASE_URL or https://api.openai.com/v1)",
     )
-    parser.add_argument(
-        "--embedder",
-        metavar="SPEC",
-        help=embedder_help
-        or "local | local:MODEL | openai:MODEL | langchain:… | llamaindex:… | python:… | hash "
-        "(default: local, when a metric needs one)",
-    )
+    if embedder:
+        parser.add_argument(
+            "--embedder",
+            metavar="SPEC",
+            help=embedder_help
+            or "local | local:MODEL | openai:MODEL | langchain:… | llamaindex:… | python:… | "
+            "hash (default: local, when a metric needs one)",
+        )
     if nli:
         parser.add_argument(
             "--nli",
@@ -339,54 +358,83 @@ class SampleScan:
     path: Path
     count: int
     own_answers: int
+    """How many answers the judge's own model wrote (`ragbridge.core.judging.self_preference`)."""
     fields: FieldCounts = field(default_factory=FieldCounts)
     """How many samples carry each field (what the default metric set is fitted to)."""
 
 
-def scan_samples(path: str, judge: Judge | None = None) -> SampleScan:
+def scan_samples(path: str, judge: Judge | None = None, generator: str | None = None) -> SampleScan:
     """Validate every line of ``path`` (memory flat in the file size) before anything is paid.
 
     A bad line on line 50,000 must stop the run before the first judge call, not after 49,999
     paid ones. Also counts the samples (the progress bar's total) and the answers written by
-    the judge model itself (`self_judging_warning`).
+    the judge model itself (`self_judging_warning`; ``generator`` wrote those whose metadata
+    names no model).
     """
     from ragbridge.core.sample import SampleValidationError, load_samples
 
     source = check_input(path)
-    model = judge.model if judge is not None else ""
-    count = own = 0
+    own = _own_answers(judge, generator)
+    count = 0
     fields = FieldCounts()
     try:
         for sample in load_samples(source):
             count += 1
-            own += bool(model) and _generator(sample) == model
+            if own is not None:
+                own.add(sample.metadata, sample.answer is not None)
             fields.add(sample)
     except SampleValidationError as exc:
         raise UserError(str(exc)) from None
     if not count:
         raise UserError(f"{path}: holds no samples (only blank lines)")
-    return SampleScan(source, count, own, fields)
+    return SampleScan(source, count, own.answers if own is not None else 0, fields)
 
 
-def _generator(sample: Sample) -> str:
-    return str(sample.metadata.get("generator_model") or sample.metadata.get("model") or "")
+def _own_answers(judge: Judge | None, generator: str | None) -> SelfPreference | None:
+    from ragbridge.core.judging.self_preference import SelfPreference
+
+    if judge is None or not judge.model:
+        return None
+    return SelfPreference(judge.model, generator)
 
 
-def self_judging_warning(samples: Iterable[Sample], judge: Judge | None) -> str | None:
+def count_own_answers(
+    samples: Iterable[Sample], judge: Judge | None, generator: str | None = None
+) -> int:
+    """How many of ``samples``' answers the judge's own model wrote (same model family:
+    `ragbridge.core.judging.self_preference.same_model`)."""
+    own = _own_answers(judge, generator)
+    if own is None:
+        return 0
+    for sample in samples:
+        own.add(sample.metadata, sample.answer is not None)
+    return own.answers
+
+
+def self_judging_warning(
+    samples: Iterable[Sample], judge: Judge | None, generator: str | None = None
+) -> str | None:
     """A warning when the judge model generated the answers it is about to grade."""
     if judge is None or not judge.model:
         return None
-    own = sum(1 for s in samples if _generator(s) == judge.model)
-    return own_answers_warning(judge.model, own)
+    return own_answers_warning(judge.model, count_own_answers(samples, judge, generator))
 
 
 def own_answers_warning(model: str, own: int) -> str | None:
-    if not own:
-        return None
-    return (
-        f"warning: the judge model {model!r} generated {own} of the answers it grades; "
-        "a model judging its own outputs is biased towards them — use a different judge model"
-    )
+    """The one line the command says (stderr) when ``own`` answers are the judge's own."""
+    from ragbridge.core.judging.self_preference import self_preference_line
+
+    return f"warning: {self_preference_line(model, own)}" if own else None
+
+
+def self_judged(judge: Judge | None, own: int) -> dict[str, Any]:
+    """The results-header entry (``self_judged``) for ``own`` answers of the judge's model;
+    empty when there are none."""
+    from ragbridge.core.judging.self_preference import METADATA_KEY
+
+    if judge is None or not own:
+        return {}
+    return {METADATA_KEY: {"model": judge.model, "answers": own}}
 
 
 @contextmanager

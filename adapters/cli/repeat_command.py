@@ -5,6 +5,10 @@ and the exit code describe, so a repeated run gates exactly like a single one. R
 the cache for judge replies (`ragbridge.core.labels.repeatability`); that is printed before they
 start, because a repeat that silently read run 1's cached replies would show perfect agreement. The
 repeatability figures go to stdout as a table and into the results header (``repeatability``).
+
+A criterion whose evaluation steps are not frozen has them written again in each run (the judge
+is asked everything afresh, the steps included), so its flip rate shows what steps that move
+between runs cost; frozen steps (``ragbridge criteria freeze``) are the same in every run.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from ragbridge.adapters.cli.tables import aligned
 if TYPE_CHECKING:
     from ragbridge.adapters.cli.eval_command import Plan
     from ragbridge.core.labels.repeatability import MetricRepeatability
+    from ragbridge.core.sample import Sample
 
 __all__ = ["add_repeat_option", "repeat_lines", "run_repeated"]
 
@@ -44,6 +49,7 @@ def add_repeat_option(parser: argparse.ArgumentParser) -> None:
 def run_repeated(
     args: argparse.Namespace, plan: Plan, data: Path, count: int, metadata: dict[str, Any]
 ) -> int:
+    from ragbridge.adapters.cli.criteria_command import renew_steps, written_steps
     from ragbridge.adapters.cli.eval_command import finish_file
     from ragbridge.adapters.cli.options import progress, settings_from
     from ragbridge.core.labels.repeatability import evaluate_repeated
@@ -62,14 +68,30 @@ def run_repeated(
             f"--repeat {args.repeat}: no metric calls a judge; offline providers are "
             "deterministic, so the repeats can only agree"
         )
+    unpinned = [source.spec.name for source in written_steps(plan.metrics)]
+    if unpinned:
+        console.note(
+            f"the steps of {', '.join(unpinned)} are not frozen: each run has the judge write "
+            "them again (`ragbridge criteria freeze` pins them)"
+        )
     total = count * args.repeat
+    started = [0]
+
+    def samples() -> Iterable[Sample]:
+        """The file read afresh for each run; from run 2 on, unpinned steps are written anew
+        (a repeat asks the judge everything again, the steps included)."""
+        started[0] += 1
+        if started[0] > 1:
+            renew_steps(plan.metrics)
+        return load_samples(data)
+
     with progress(f"scoring {plural(args.repeat, 'run')}", total) as advance:
 
         def step(run: int, done: int, _: int | None) -> None:
             advance((run - 1) * count + done, total)
 
         repeated = evaluate_repeated(
-            lambda: load_samples(data),
+            samples,
             plan.metrics,
             repeats=args.repeat,
             **settings_from(args, judge=plan.judge, embedder=plan.embedder, nli=plan.nli),

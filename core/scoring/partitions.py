@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cache.backend import redact_url
+from ..judging.self_preference import METADATA_KEY as SELF_JUDGED
 from ..results.evaluation import Evaluation
 from ..sample import Sample, SampleValidationError, parse_sample_lines
 
@@ -299,17 +300,15 @@ class PartStore:
 def combine_metadata(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """One run's metadata from its partitions': counters summed, the rest from the first.
 
-    Summed: judge and embedding call counts, reused results and ``cost_usd``. ``max_in_flight``
+    Summed: judge and embedding call counts, reused results, ``cost_usd`` and the answers the
+    judge's own model wrote (``self_judged``). ``max_in_flight``
     is per process and is dropped (the cluster's cap is reported by the caller). The first
     ``aborted`` line is kept; warnings are joined without repeats.
     """
     if not parts:
         return {}
-    out: dict[str, Any] = {
-        k: v
-        for k, v in parts[0].items()
-        if k not in (*_SUMMED, PART_KEY, "max_in_flight", "warnings", "cost_usd", "aborted")
-    }
+    merged = (*_SUMMED, PART_KEY, "max_in_flight", "warnings", "cost_usd", "aborted", SELF_JUDGED)
+    out: dict[str, Any] = {k: v for k, v in parts[0].items() if k not in merged}
     for key in _SUMMED:
         found = [p[key] for p in parts if isinstance(p.get(key), Mapping)]
         if found:
@@ -321,6 +320,10 @@ def combine_metadata(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                     else:
                         total[name] = total.get(name, 0) + value
             out[key] = total
+    judged = [p[SELF_JUDGED] for p in parts if isinstance(p.get(SELF_JUDGED), Mapping)]
+    if judged:  # the judge's own answers, counted over every partition
+        answers = sum(int(j.get("answers") or 0) for j in judged)
+        out[SELF_JUDGED] = {"model": judged[0].get("model"), "answers": answers}
     costs = [p["cost_usd"] for p in parts if isinstance(p.get("cost_usd"), int | float)]
     if costs:
         out["cost_usd"] = round(sum(costs), 6)

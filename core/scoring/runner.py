@@ -21,6 +21,7 @@ import asyncio
 import collections
 import concurrent.futures
 import importlib
+import warnings
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -36,6 +37,7 @@ from ..judging.embedding import EmbeddingEngine
 from ..judging.engine import JudgeEngine, Price, cost_of
 from ..judging.judge import Embedder, Judge
 from ..judging.limits import Slots
+from ..judging.self_preference import METADATA_KEY, SelfPreference, SelfPreferenceWarning
 from ..metrics.base import Metric, MetricContext
 from ..results.evaluation import Evaluation, Score, Usage
 from ..results.id_check import IdCheck, note_id_warnings
@@ -76,6 +78,8 @@ class RunOptions(SettingsOptions, total=False):
     window: int | None
     on_result: OnResult | None
     keep: bool
+    generator_model: str | None
+    """The model that wrote the answers whose metadata names none (self-preference check)."""
 
 
 def resolve_metrics(metrics: Iterable[Metric | str]) -> list[Metric]:
@@ -142,6 +146,7 @@ async def aevaluate(
     window = options.pop("window", None)
     on_result = options.pop("on_result", None)
     keep = options.pop("keep", True)
+    generator = options.pop("generator_model", None)
     config = Settings.of(settings, options)
     resolved = resolve_metrics(metrics)
     engines = build_engines(config, resolved)
@@ -153,6 +158,9 @@ async def aevaluate(
     )
     tags = shared_tags(resolved)
     reuse = engines.result_reuse(resolved, tags, batch=256)
+    own: SelfPreference | None = None
+    if engine is not None and engine.model and any(m.needs_judge for m in resolved):
+        own = SelfPreference(engine.model, generator)
 
     async def one(sample: Sample) -> tuple[Sample, list[Score]]:
         ctx = MetricContext(judge=engine, embedder=embed_engine, nli=config.nli, shared_tags=tags)
@@ -174,6 +182,8 @@ async def aevaluate(
                 if score.usage != _NOTHING:
                     spent += score.usage
             ids.add_scores(sample.id, scores)
+            if own is not None:
+                own.add(sample.metadata, sample.answer is not None)
             done += 1
             if progress is not None:
                 progress(done, total)
@@ -184,7 +194,17 @@ async def aevaluate(
     if not keep:
         evaluation.metadata["cells_kept"] = False
     engines.record(evaluation, spent, reuse)
+    _say_self_preference(evaluation, own)
     return note_id_warnings(evaluation, ids)
+
+
+def _say_self_preference(evaluation: Evaluation, own: SelfPreference | None) -> None:
+    """Once per run, not per sample: the header field and one `SelfPreferenceWarning`."""
+    record = own.record() if own is not None else None
+    if own is None or record is None:
+        return
+    evaluation.metadata[METADATA_KEY] = record
+    warnings.warn(str(own.line()), SelfPreferenceWarning, stacklevel=2)
 
 
 def evaluate(
@@ -220,6 +240,11 @@ def evaluate(
     input order), e.g. `ragbridge.core.results.writer.ResultWriter.add`. With ``keep=False`` the
     cells are not kept: the returned `Evaluation` holds the run's metadata only (usage, cost and
     warnings are still computed), so memory stays flat however many samples stream through.
+
+    When the judge's model wrote answers it grades (``metadata["generator_model"]``, or
+    ``generator_model`` for the answers whose metadata names none), the run says so once: a
+    `SelfPreferenceWarning` and ``metadata["self_judged"] = {"model": ..., "answers": n}``
+    (`ragbridge.core.judging.self_preference`).
     """
     result: Evaluation = run_sync(aevaluate(samples, metrics, settings=settings, **options))
     return result
