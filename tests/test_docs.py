@@ -185,3 +185,24 @@ def test_the_readmes_links_lead_to_files() -> None:
     local = [t for t in targets if "://" not in t]
     assert len(local) >= 15, "the README should lead into the site"
     assert [t for t in local if not (ROOT / t).is_file()] == []
+
+
+# --------------------------------------------------------------------------- the example criteria
+
+
+def test_the_example_criteria_file_loads_as_the_criteria_page_shows_it() -> None:
+    """`examples/criteria.yaml` is the file the criteria page's commands name: it must load,
+    and its YAML block on the page must be the same criteria (one of each kind)."""
+    import yaml
+
+    from ragbridge.core.criteria import load_criteria
+
+    loaded = load_criteria(ROOT / "examples" / "criteria.yaml")
+    assert loaded.batch
+    assert {spec.kind for spec in loaded.specs} == {"criterion", "aspect", "rubric"}
+    page = (DOCS / "how-to" / "criteria.md").read_text(encoding="utf-8")
+    block = re.search(r"```yaml\n(.*?)```", page, re.S)
+    assert block is not None
+    shown = yaml.safe_load(block.group(1))
+    names = {spec.name for spec in loaded.specs}
+    assert {entry["name"] for entry in shown["criteria"]} <= names
