@@ -277,12 +277,12 @@ def test_a_judge_failure_is_a_typed_failure_with_usage() -> None:
     assert s.usage.calls >= 1
 
 
-def test_plan_counts_the_steps_call_once_per_run() -> None:
+def test_plan_marks_the_steps_call_as_once_per_run() -> None:
     metric = Criterion("c", "x").metric()
     first = metric.plan(SAMPLE)
-    second = metric.plan(SAMPLE)
+    assert metric.plan(SAMPLE) == first  # planning changes nothing
     assert [c.template_id for c in first] == ["criteria.steps", "criteria.score"]
-    assert [c.template_id for c in second] == ["criteria.score"]
+    assert [c.per_run for c in first] == [True, False]  # the estimate counts it once per run
     aspect = Aspect("a", "x", samples=3).metric()
     assert [c.template_id for c in aspect.plan(SAMPLE)] == ["criteria.aspect"] * 3
     rubric = Rubric("r", {1: "a", 2: "b"}).metric()

@@ -179,7 +179,10 @@ def test_batch_judges_criteria_reading_the_same_fields_in_one_call() -> None:
         assert tone.details["steps_source"] == "given"
     user = judge.calls[0].messages[1]["content"]
     assert user.count("<<<BEGIN QUESTION>>>") == 1  # the data once, for every criterion
-    assert "<<<BEGIN CRITERION tone>>>\nIs the tone polite?\n<<<END CRITERION tone>>>" in user
+    assert (
+        "<<<BEGIN CRITERION tone>>>\nIs the tone polite?\nSteps:\n1. Check the tone.\n"
+        "<<<END CRITERION tone>>>"
+    ) in user  # the criterion and its steps: one block
     assert "<<<BEGIN DEFINITION short>>>" in user
     assert "<<<BEGIN RUBRIC depth>>>" in user
     assert '"tone":{"reason":string,"score":1|2|3|4|5}' in user

@@ -1,9 +1,11 @@
 """Several criteria of one sample in one judge call (``criteria_metrics(..., batch=True)``).
 
 Criteria that read the same fields see the same data, so one prompt can carry them all: the
-data once, each criterion (with its steps, definition or rubric) once, and a reply with one
-entry per criterion. For five criteria that is one call and about a fifth of the characters
-per sample instead of five calls. The metrics of a group share the call through
+data once, each criterion once as one data block labelled with its kind and name (a scored
+criterion's steps inside its block), what to give each kind of block said once (a scale every
+scored criterion shares stated once, differing scales listed by name), and a reply with one
+entry per criterion. For five criteria that is one call instead of five, and about half the
+characters. The metrics of a group share the call through
 `MetricContext.shared`: the first to ask pays (its Score records the usage), the others record
 none, so summed usage is the true cost.
 
@@ -82,23 +84,47 @@ def _shape(spec: CriterionSpec) -> type[BaseModel]:
     return AspectReply
 
 
+_UNWRITTEN = ("(steps to be written)",)
+"""What a dry run shows in place of steps the judge has not written yet."""
+
+
 def _item(spec: CriterionSpec, steps: Steps | None) -> str:
-    """One criterion of the batch prompt: a heading of ours, then its text as data blocks."""
-    name = spec.name
+    """One criterion of the batch prompt: a single data block labelled with its kind and name.
+
+    A scored criterion's steps go in its block after a ``Steps:`` line: the criterion and its
+    steps are the user's text alike (or the judge's, written for this criterion), so one block
+    keeps both data while costing one pair of markers instead of two.
+    """
     if isinstance(spec, Criterion):
-        low, high = spec.scale
-        head = f'"{name}": "score" from {low} (not met) to {high} (fully met), following the steps.'
-        shown = steps.steps if steps is not None else ("(steps to be written)",)
-        body = "\n".join(
-            (block(f"CRITERION {name}", spec.criteria), block(f"STEPS {name}", steps_text(shown)))
+        shown = steps.steps if steps is not None else _UNWRITTEN
+        return block(f"CRITERION {spec.name}", f"{spec.criteria}\nSteps:\n{steps_text(shown)}")
+    if isinstance(spec, Aspect):
+        return block(f"DEFINITION {spec.name}", spec.definition)
+    return block(f"RUBRIC {spec.name}", rubric_text(spec.rubrics))
+
+
+def _asks(specs: Sequence[CriterionSpec]) -> str:
+    """What to give each kind of block, once per kind present (our text, not data). A scale
+    shared by every scored criterion is stated once; differing scales are listed by name."""
+    lines: list[str] = []
+    scored = [s for s in specs if isinstance(s, Criterion)]
+    if len({s.scale for s in scored}) == 1:
+        low, high = scored[0].scale
+        lines.append(
+            f'Give each CRITERION a "score" from {low} (not met) to {high} (fully met), '
+            "following its steps."
         )
-    elif isinstance(spec, Aspect):
-        head = f'"{name}": "verdict", true if the definition is met.'
-        body = block(f"DEFINITION {name}", spec.definition)
-    else:
-        head = f'"{name}": "level", the rubric level that fits best.'
-        body = block(f"RUBRIC {name}", rubric_text(spec.rubrics))
-    return f"{head}\n{body}"
+    elif scored:
+        each = ", ".join(f"{s.name} {s.scale[0]} to {s.scale[1]}" for s in scored)
+        lines.append(
+            'Give each CRITERION a "score" following its steps, from the low end of its scale '
+            f"(not met) to the high end (fully met): {each}."
+        )
+    if any(isinstance(s, Aspect) for s in specs):
+        lines.append('Give each DEFINITION a "verdict": true if the data meets it.')
+    if any(isinstance(s, Rubric) for s in specs):
+        lines.append('Give each RUBRIC the "level" that describes the data best.')
+    return "\n".join(lines)
 
 
 @dataclass
@@ -144,8 +170,8 @@ class BatchGroup:
         return ("criteria.batch", self.names, sample.id, values)
 
     def _render(self, steps: Mapping[str, Steps]) -> dict[str, Any]:
-        items = "\n\n".join(_item(s, steps.get(s.name)) for s in self.specs)
-        return {"criteria": Plain(items), "count": len(self.specs)}
+        items = "\n".join(_item(s, steps.get(s.name)) for s in self.specs)
+        return {"criteria": Plain(f"{_asks(self.specs)}\n{items}"), "count": len(self.specs)}
 
     async def _judge(self, sample: Sample, ctx: MetricContext) -> _Outcome:
         assert ctx.judge is not None
@@ -215,23 +241,10 @@ class BatchGroup:
         )
 
     def plan(self, metric: CriteriaMetric, sample: Sample) -> list[PlannedCall]:
-        """The group's calls for a dry run: each unwritten steps call once per run, then the
-        batch call once per sample (a share key every metric of the group gives)."""
-        calls: list[PlannedCall] = []
-        for name, source in self.sources.items():
-            if source.known is None and not source.planned:
-                source.planned = True
-                spec = source.spec
-                calls.append(
-                    planned(
-                        CRITERIA_STEPS,
-                        ("criteria.steps", name),
-                        criterion=spec.criteria,
-                        fields=Plain(", ".join(spec.reads)),
-                        low=spec.scale[0],
-                        high=spec.scale[1],
-                    )
-                )
+        """The group's calls for a dry run: each unwritten steps call (counted once per run:
+        `StepsSource.plan`), then the batch call once per sample (a share key every metric of
+        the group gives). Planning changes nothing."""
+        calls = [c for c in (s.plan() for s in self.sources.values()) if c is not None]
         known = {n: s.known for n, s in self.sources.items() if s.known is not None}
         calls.append(
             planned(

@@ -177,19 +177,8 @@ class ScoredMetric(CriteriaMetric):
     def _plan_alone(self, sample: Sample) -> list[PlannedCall]:
         source = self.source()
         known = source.known
-        calls: list[PlannedCall] = []
-        if known is None and not source.planned:
-            source.planned = True  # one steps call per run, counted with the first sample
-            calls.append(
-                planned(
-                    CRITERIA_STEPS,
-                    ("criteria.steps", self.spec.name),
-                    criterion=self.spec.criteria,
-                    fields=Plain(", ".join(self.spec.reads)),
-                    low=self.spec.scale[0],
-                    high=self.spec.scale[1],
-                )
-            )
+        steps_call = source.plan()  # planned with every sample, counted once per run
+        calls: list[PlannedCall] = [] if steps_call is None else [steps_call]
         steps = known.steps if known is not None else ("(steps to be written)",) * 4
         low, high = self.spec.scale
         calls.append(

@@ -31,8 +31,11 @@ __all__ = ["KIND", "is_builtin_measure", "register_criteria"]
 @dataclass(frozen=True)
 class _Factory:
     """Builds a registered criterion's metric. Compares by spec and batch, so registering the
-    same criteria again is a no-op; the run-time objects it shares (steps memo, batch group)
-    are left out of the comparison."""
+    same criteria again is a no-op; the objects it shares are left out of the comparison.
+
+    Every metric it builds shares the registered criteria's steps sources and batch group, so
+    criteria resolved one name at a time still batch together and write their steps once per
+    run; what a run wrote is kept per run (`StepsSource`), never handed to the next one."""
 
     spec: CriterionSpec
     batch: tuple[str, ...]

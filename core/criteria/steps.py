@@ -18,15 +18,18 @@ are told apart.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..judging.engine import JudgeCall, JudgeEngine
-from ..metrics.base import MetricContext
+from ..metrics._shared import planned
+from ..metrics.base import MetricContext, PlannedCall
 from ..prompts.criteria import CRITERIA_STEPS, Plain, StepsReply
 from ..results.evaluation import Failure
 from .spec import Criterion
@@ -82,26 +85,50 @@ class StepsOutcome:
         return None if self.call is None else self.call.failure
 
 
+def _steps_values(spec: Criterion) -> dict[str, Any]:
+    """What ``criteria.steps`` is rendered with for ``spec`` (the call and its plan alike)."""
+    return {
+        "criterion": spec.criteria,
+        "fields": Plain(", ".join(spec.reads)),
+        "low": spec.scale[0],
+        "high": spec.scale[1],
+    }
+
+
 async def generate_steps(spec: Criterion, judge: JudgeEngine) -> JudgeCall[StepsReply]:
     """One ``criteria.steps`` call writing ``spec``'s evaluation steps (cached by the engine:
     the same criterion, scale and fields ask the same request)."""
-    return await CRITERIA_STEPS.ask(
-        judge,
-        criterion=spec.criteria,
-        fields=Plain(", ".join(spec.reads)),
-        low=spec.scale[0],
-        high=spec.scale[1],
-    )
+    return await CRITERIA_STEPS.ask(judge, **_steps_values(spec))
+
+
+class _Run:
+    """The steps of one criterion in one run: the memo its samples share and the number of
+    the attempt in progress (a failed attempt is not inherited by the next sample)."""
+
+    def __init__(self, engine: JudgeEngine) -> None:
+        self.engine = weakref.ref(engine)
+        self.memo = MetricContext()
+        self.attempt = 0
 
 
 class StepsSource:
-    """The steps of one criterion for one run: known at once when given or frozen, else
-    written by the first sample that needs them while every other sample waits for that call.
+    """The steps of one criterion: known at once when given or frozen, else written once per
+    run by the first sample that needs them while every other sample of the run waits.
 
-    The memo is a `MetricContext`'s (`MetricContext.shared`): one computation however many
-    samples ask at once, from any thread or event loop. It is keyed by the judge's model and an
-    attempt number: a failed call is shared by those who waited for it, and the next sample
-    tries again rather than the whole run inheriting one timeout.
+    A run is the judge engine its samples are scored with: `ragbridge.core.evaluate` builds one
+    per call and a `ragbridge.core.scoring.scorer.Scorer` one for its life (the engine is "one
+    evaluation", its counts and in-flight cap are the run's too). So two runs in one process,
+    by name through the registry or with the same metric objects, each write their steps (or
+    read them from the reply cache) and each record that call in their own usage; samples of
+    one run share one call however many ask at once, from any thread or event loop (the
+    run's memo is a `MetricContext`'s, `MetricContext.shared`). A pre-built `JudgeEngine`
+    given to several runs makes them one run here, as it does for its counts.
+
+    A failed call is shared by the samples that waited for it; the next sample of the run tries
+    again rather than the whole run inheriting one timeout.
+
+    Planning (`plan`) reads nothing of this state and changes none of it: the steps call is
+    planned for every sample and counted once per run by the estimate (`PlannedCall.per_run`).
     """
 
     def __init__(self, spec: Criterion, *, frozen: bool = False) -> None:
@@ -111,27 +138,23 @@ class StepsSource:
         )
         if frozen and not spec.evaluation_steps:
             raise ValueError(f"criterion {spec.name!r}: frozen steps must be given")
-        self.planned = False
-        """Whether a dry run already counted the steps call (once per run, not per sample)."""
-        self._memo = MetricContext()
         self._lock = threading.Lock()
-        self._attempt: dict[str, int] = {}
+        self._runs: dict[int, _Run] = {}
 
     def renew(self) -> None:
-        """Forget the steps written so far, so the next run writes them again: what a repeat
-        of the run does (``ragbridge eval --repeat``: runs 2..N ask the judge afresh, and
-        steps that move between runs are part of what the flip rate measures)."""
+        """Forget the steps written so far, so the next sample writes them again even with
+        the same judge engine (``ragbridge eval --repeat`` asks this of runs 2..N; each of
+        those runs has an engine of its own anyway, and steps that move between runs are part
+        of what the flip rate measures)."""
         with self._lock:
-            self._memo = MetricContext()
-            self._attempt = {}
-            self.planned = False
+            self._runs = {}
 
     def __repr__(self) -> str:
         # stable (no address): a metric's configuration is part of its kept Scores' key
         return f"StepsSource({self.spec.name!r}, {self.source!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # metrics travel to workers (the Dask sink): the spec travels, the memo starts afresh
+        # metrics travel to workers (the Dask sink): the spec travels, the runs stay here
         return (_restored, (self.spec, self.source == "frozen"))
 
     @property
@@ -142,21 +165,40 @@ class StepsSource:
             return None
         return Steps(steps, self.source, steps_version(self.spec.criteria, steps))
 
+    def plan(self) -> PlannedCall | None:
+        """The steps call of a dry run, or None when the steps are given or frozen. Planned
+        with every sample, counted once per run by the estimate (``per_run``)."""
+        if self.known is not None:
+            return None
+        key = ("criteria.steps", self.spec.name)
+        call = planned(CRITERIA_STEPS, key, **_steps_values(self.spec))
+        return dataclasses.replace(call, per_run=True)
+
+    def _run(self, judge: JudgeEngine) -> _Run:
+        """The run ``judge`` scores (made on first use; runs whose engine is gone are dropped,
+        so an engine's id reused by a later one never finds an earlier run's steps)."""
+        with self._lock:
+            run = self._runs.get(id(judge))
+            if run is None or run.engine() is not judge:
+                self._runs = {k: r for k, r in self._runs.items() if r.engine() is not None}
+                run = self._runs[id(judge)] = _Run(judge)
+            return run
+
     async def get(self, judge: JudgeEngine) -> StepsOutcome:
         """The steps to score with, writing them with ``judge`` if nobody has yet this run."""
         known = self.known
         if known is not None:
             return StepsOutcome(known)
-        model = judge.model
+        run = self._run(judge)
         with self._lock:
-            attempt = self._attempt.get(model, 0)
-        call, owned = await self._memo.shared(
-            ("criteria.steps", model, attempt), lambda: generate_steps(self.spec, judge)
+            attempt = run.attempt
+        call, owned = await run.memo.shared(
+            ("criteria.steps", attempt), lambda: generate_steps(self.spec, judge)
         )
         if call.value is None:
             with self._lock:
-                if self._attempt.get(model, 0) == attempt:
-                    self._attempt[model] = attempt + 1
+                if run.attempt == attempt:
+                    run.attempt = attempt + 1
             return StepsOutcome(None, call, owned)
         steps = tuple(call.value.steps)
         made = Steps(steps, "generated", steps_version(self.spec.criteria, steps))
@@ -164,5 +206,5 @@ class StepsSource:
 
 
 def _restored(spec: Criterion, frozen: bool) -> StepsSource:
-    """A `StepsSource` unpickled: the same spec and origin, a fresh memo."""
+    """A `StepsSource` unpickled: the same spec and origin, no run yet."""
     return StepsSource(spec, frozen=frozen)

@@ -56,11 +56,15 @@ class PlannedCall:
     """One judge call a metric would make for a sample (dry-run estimate).
 
     ``share_key`` is set for calls several metrics share, so the estimate counts them once.
+    ``per_run`` marks a call made once per run, not per sample (a criterion's evaluation
+    steps): a metric plans it for every sample, and the estimate counts its ``share_key``
+    once per run, so planning keeps no state of its own.
     """
 
     template_id: str
     prompt_chars: int
     share_key: Hashable | None = None
+    per_run: bool = False
 
     @property
     def prompt_tokens(self) -> int:

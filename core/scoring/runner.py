@@ -507,20 +507,24 @@ def estimate(samples: Iterable[Sample], metrics: Iterable[Metric | str]) -> Esti
     """Dry run: judge calls and approximate prompt tokens the metrics would spend.
 
     Shared calls (an answer's claims, their verification) are counted once per sample, as they
-    are made once. Cache hits are not predicted: this is the cost of a cold run.
+    are made once; a call made once per run (a criterion's evaluation steps) once per estimate.
+    Planning changes no metric, so an estimate repeated gives the same figures. Cache hits are
+    not predicted: this is the cost of a cold run.
     """
     resolved = resolve_metrics(metrics)
     tags = shared_tags(resolved)
     out = Estimate()
+    once: set[Any] = set()  # calls made once per run (`PlannedCall.per_run`), counted once
     for sample in samples:
         out.samples += 1
         shared: set[Any] = set()
         for metric in resolved:
             for call in metric.plan(sample, tags):
                 if call.share_key is not None:
-                    if call.share_key in shared:
+                    seen = once if call.per_run else shared
+                    if call.share_key in seen:
                         continue
-                    shared.add(call.share_key)
+                    seen.add(call.share_key)
                 out.calls += 1
                 out.prompt_tokens += call.prompt_tokens
                 out.by_template[call.template_id] = out.by_template.get(call.template_id, 0) + 1
