@@ -339,3 +339,15 @@ def test_bad_settings_are_refused() -> None:
         judge_agreement(ev, labels, confidence=1.0)
     with pytest.raises(ValueError, match="n_resamples"):
         judge_agreement(ev, labels, n_resamples=0)
+
+
+def test_people_agreement_says_the_scale_people_answered_on() -> None:
+    """The between-people line names the question's own scale, not one phrase for every
+    question: 1-5 for the graded ones, yes/partly/no for grounded, yes/no for an aspect."""
+    from ragbridge.core.labels.agreement import scale_text
+    from ragbridge.core.labels.human import QUESTIONS, criterion_question
+
+    assert scale_text(QUESTIONS["relevance"].scale) == "1-5"
+    assert scale_text(QUESTIONS["grounded"].scale) == "yes/partly/no"
+    assert scale_text(criterion_question("cites_policy", None).scale) == "yes/no"
+    assert scale_text(criterion_question("depth", (0, 10)).scale) == "0-10"

@@ -542,12 +542,12 @@ def table_lines(table: AgreementTable) -> list[str]:
         for note in _row_notes(row, t0):
             lines.append(f"  {row.label}: {note}")
     for person in table.people:
+        scale = person.scale or "question's own"  # a table saved before scales were kept
         lines.append(
             f"  between people ({person.question}, {plural(person.samples, 'sample')}, "
             f"{plural(person.annotators, 'annotator')}): "
             f"Krippendorff's alpha {_fmt_stat(person.alpha)}, "
-            f"mean pairwise kappa {_fmt_stat(person.kappa)} (quadratic, on the question's own "
-            "scale)"
+            f"mean pairwise kappa {_fmt_stat(person.kappa)} (quadratic, on the {scale} scale)"
         )
     for metric, why in table.not_compared.items():
         lines.append(f"  {metric}: not compared, {why}")

@@ -224,6 +224,9 @@ class PeopleAgreement(BaseModel):
     annotators: int
     alpha: Statistic
     kappa: Statistic
+    scale: str = ""
+    """The question's scale as people saw it (``1-5``, ``yes/partly/no``, ``no/yes``): what the
+    kappa is weighted on. Empty in tables saved before it was recorded."""
     kappa_pairs: int
 
 
@@ -309,7 +312,16 @@ def people_agreement(labels: Sequence[HumanLabel], question: LabelQuestion) -> P
         alpha=stat(found.alpha, "alpha"),
         kappa=stat(found.kappa, "kappa"),
         kappa_pairs=found.kappa_pairs,
+        scale=scale_text(question.scale),
     )
+
+
+def scale_text(scale: Sequence[str]) -> str:
+    """A question's scale in a few characters: ``1-5`` for consecutive integers, else its
+    answers joined by ``/`` (``yes/partly/no``, ``yes/no``), as people read them."""
+    if len(scale) > 1 and all(a.lstrip("-").isdigit() for a in scale):
+        return f"{scale[0]}-{scale[-1]}"
+    return "yes/no" if set(scale) == {"no", "yes"} else "/".join(scale)
 
 
 # --------------------------------------------------------------------------- thresholds
