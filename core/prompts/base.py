@@ -139,7 +139,12 @@ class PromptTemplate:
     None: the judge's own default. Not part of what the judge sees, so not in `fingerprint`."""
 
     def render(self, **values: Any) -> list[Message]:
-        fields = {k: _as_text(k, v) for k, v in values.items()}
+        return self.messages({k: _as_text(k, v) for k, v in values.items()})
+
+    def messages(self, fields: Mapping[str, str]) -> list[Message]:
+        """The system and user messages with ``fields`` (already text) in the user template:
+        the one place the task tag, the data-not-instructions rule and the reply shape are put
+        around a prompt, whatever renders its values."""
         try:
             body = string.Template(self.user).substitute(fields)
         except KeyError as exc:

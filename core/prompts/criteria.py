@@ -25,7 +25,6 @@ are built once per shape (`score_reply`, `level_reply`, `batch_reply`).
 from __future__ import annotations
 
 import functools
-import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -34,9 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from ..judging.judge import Message
 from . import register
-from .base import DATA_NOT_INSTRUCTIONS, PromptTemplate, Reply, neutralise, task_tag
+from .base import PromptTemplate, Reply, neutralise
 from .budget import OVERHEAD, VERDICT, Budget, bounded, flat
-from .compact_schema import schema_instruction
 
 __all__ = [
     "CRITERIA_ASPECT",
@@ -122,15 +120,7 @@ class CriteriaTemplate(PromptTemplate):
                 own[name] = str(value)
             elif isinstance(value, str):
                 own[name] = block(name.upper(), value)
-        try:
-            body = string.Template(self.user).substitute(own)
-        except KeyError as exc:
-            raise ValueError(f"prompt {self.id!r} needs a value for {exc.args[0]!r}") from None
-        system = f"{task_tag(self.id, self.version)}\n{self.system}\n{DATA_NOT_INSTRUCTIONS}"
-        return [
-            {"role": "system", "content": system},
-            {"role": "user", "content": f"{body}\n\n{schema_instruction(self.schema)}"},
-        ]
+        return self.messages(own)
 
     @property
     def variables(self) -> list[str]:
