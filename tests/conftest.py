@@ -326,3 +326,23 @@ def _no_remembered_reply_dialect() -> None:
     module = sys.modules.get("ragbridge.adapters.openai_dialect")
     if module is not None:
         module.forget_dialects()
+
+
+@pytest.fixture(autouse=True)
+def _no_criteria_left_registered() -> Iterator[None]:
+    """A team's criteria registered by a test (``eval --criteria`` in process,
+    `register_criteria`) are taken out of the global registry after it.
+
+    The registry is process-wide, so a criterion one test registers would otherwise be listed,
+    resolved and gated by every later test, and the suite's outcome would depend on its order.
+    Nothing is imported unless a test already loaded the criteria package.
+    """
+    import sys
+
+    yield
+    if "ragbridge.core.criteria" not in sys.modules:
+        return
+    from ragbridge.core.registry import REGISTRY
+
+    for measure in REGISTRY.measures(kind="criteria", plugins=False):
+        REGISTRY.remove_measure(measure.name)
