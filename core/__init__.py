@@ -13,6 +13,14 @@ from .exports import lazy_exports
 
 if TYPE_CHECKING:
     from .cache.disk import Cache
+    from .conversation import (
+        Conversation,
+        ToolCall,
+        Turn,
+        conversation_json_schema,
+        load_conversations,
+        save_conversations,
+    )
     from .criteria.files import load_criteria
     from .criteria.spec import Aspect, Criterion, Rubric, criteria_metrics
     from .heldout import split_samples
@@ -23,6 +31,7 @@ if TYPE_CHECKING:
     from .labels.human import HumanLabel
     from .labels.repeatability import evaluate_repeated
     from .metrics.base import Metric, MetricContext
+    from .records import load_records
     from .results.evaluation import Evaluation, Failure, FailureKind, MetricSummary, Score, Usage
     from .results.stats import compare
     from .retrieval import (
@@ -75,6 +84,13 @@ _EXPORTS: dict[str, str] = {
     "load_samples": "sample",
     "sample_json_schema": "sample",
     "save_samples": "sample",
+    "Conversation": "conversation",
+    "Turn": "conversation",
+    "ToolCall": "conversation",
+    "conversation_json_schema": "conversation",
+    "load_conversations": "conversation",
+    "save_conversations": "conversation",
+    "load_records": "records",
     "Evaluation": "results.evaluation",
     "Failure": "results.evaluation",
     "FailureKind": "results.evaluation",
@@ -105,6 +121,7 @@ __all__ = [
     "Aspect",
     "Cache",
     "Context",
+    "Conversation",
     "Criterion",
     "Embedder",
     "EmbeddingEngine",
@@ -131,9 +148,12 @@ __all__ = [
     "Score",
     "Scorer",
     "Settings",
+    "ToolCall",
+    "Turn",
     "Usage",
     "aevaluate",
     "compare",
+    "conversation_json_schema",
     "criteria_metrics",
     "estimate",
     "evaluate",
@@ -143,9 +163,12 @@ __all__ = [
     "generate_testset",
     "iter_samples",
     "judge_agreement",
+    "load_conversations",
     "load_criteria",
+    "load_records",
     "load_samples",
     "sample_json_schema",
+    "save_conversations",
     "save_samples",
     "score_ranking",
     "score_sample",

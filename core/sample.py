@@ -19,15 +19,17 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from typing_extensions import Self
 
 from .files import atomic_write
 
 __all__ = [
     "Context",
     "InvalidLine",
+    "RecordReader",
     "Sample",
     "SampleLoadReport",
     "SampleReader",
@@ -96,6 +98,13 @@ def _id_to_str(value: Any) -> Any:
     return value
 
 
+def _texts_as_contexts(value: Any) -> Any:
+    # The commonest hand-written form is a list of passage strings; accept it as such.
+    if isinstance(value, list):
+        return [{"text": v} if isinstance(v, str) else v for v in value]
+    return value
+
+
 class Context(BaseModel):
     """One retrieved passage; ``id`` links it to ``Sample.relevance``, ``score`` is the retriever's
     own (kept for thresholds and reports; the list order is the ranking)."""
@@ -135,10 +144,7 @@ class Sample(BaseModel):
     @field_validator("contexts", mode="before")
     @classmethod
     def _bare_strings_are_contexts(cls, value: Any) -> Any:
-        # The commonest hand-written form is a list of passage strings; accept it as such.
-        if isinstance(value, list):
-            return [{"text": v} if isinstance(v, str) else v for v in value]
-        return value
+        return _texts_as_contexts(value)
 
     @property
     def context_ids(self) -> list[str | None]:
@@ -192,7 +198,7 @@ def _loc_to_path(loc: tuple[str | int, ...]) -> str:
             path += f"[{part}]"
         elif part in {"function-before", "function-after"} or part.startswith("function-"):
             continue
-        elif i == 1 and loc[0] == "relevance":  # a context id: any string, shown quoted
+        elif i > 0 and loc[i - 1] == "relevance":  # a context id: any string, shown quoted
             path += f"[{json.dumps(part, ensure_ascii=False)}]"
         else:
             path += f".{part}" if path else str(part)
@@ -211,7 +217,9 @@ def _describe(err: dict[str, Any]) -> str:
         return f"invalid JSON: {err.get('ctx', {}).get('error', err['msg'])}"
     if kind == "value_error":
         msg = str(err["msg"]).removeprefix("Value error, ")
-        return f"{_loc_to_path(loc)}: {msg}"
+        # A check over a whole record names the part at fault (conversation.FieldProblem).
+        inner = getattr(err.get("ctx", {}).get("error"), "field_path", ())
+        return f"{_loc_to_path((*loc, *inner))}: {msg}"
     text = _MESSAGES.get(kind, str(err["msg"]).lower())
     got = err.get("input")
     if kind.endswith("_type") and not isinstance(got, (dict, list)):
@@ -262,6 +270,7 @@ class SampleLoadReport:
     source: str
     loaded: int = 0
     invalid: list[InvalidLine] = field(default_factory=list)
+    noun: str = "samples"
 
     @property
     def ok(self) -> bool:
@@ -269,7 +278,7 @@ class SampleLoadReport:
 
     def __str__(self) -> str:
         skipped = len(self.invalid)
-        head = f"{self.source}: {self.loaded} samples loaded, {skipped} invalid lines skipped"
+        head = f"{self.source}: {self.loaded} {self.noun} loaded, {skipped} invalid lines skipped"
         return "\n".join([head, *(f"{self.source}:{bad.line}: {bad}" for bad in self.invalid)])
 
 
@@ -295,14 +304,25 @@ def _not_utf8(data: bytes, exc: UnicodeDecodeError) -> str:
     )
 
 
-class SampleReader(Iterator[Sample]):
-    """Streams samples from a JSONL file one line at a time; memory does not grow with file size.
+class _Identified(Protocol):
+    @property
+    def id(self) -> str: ...
 
-    Blank lines are ignored. Sample ids must be unique within a file (a duplicate is an error naming
-    both lines), because every result downstream is keyed by sample id. The file must be UTF-8; a
+
+R = TypeVar("R", bound=_Identified)
+
+
+class RecordReader(Iterator[R]):
+    """Streams records from a JSONL file one line at a time; memory does not grow with file size.
+
+    Blank lines are ignored. Ids must be unique within a file (a duplicate is an error naming
+    both lines), because every result downstream is keyed by id. The file must be UTF-8; a
     leading UTF-8 byte-order mark is accepted, UTF-16 and other encodings are refused with a
-    ``file:line:`` error saying so.
+    ``file:line:`` error saying so. A subclass says how a line becomes its kind of record
+    (`_validate`) and what one is called (``noun``): samples, conversations, one loop.
     """
+
+    noun = "record"
 
     def __init__(
         self,
@@ -314,16 +334,16 @@ class SampleReader(Iterator[Sample]):
         """Read ``path``; or, with ``lines``, parse those ``(number, raw line)`` pairs of it."""
         self.path = Path(path)
         self.skip_invalid = skip_invalid
-        self.report = SampleLoadReport(source=str(path))
+        self.report = SampleLoadReport(source=str(path), noun=f"{self.noun}s")
         self._seen: dict[str, int] = {}
         self._lines = self._read() if lines is None else self._parse(str(path), lines)
 
-    def _read(self) -> Iterator[Sample]:
+    def _read(self) -> Iterator[R]:
         with self.path.open("rb") as handle:
             yield from self._parse(str(self.path), enumerate(handle, start=1))
 
-    def _parse(self, source: str, lines: Iterable[tuple[int, bytes]]) -> Iterator[Sample]:
-        """Samples from ``(line number, raw line)`` pairs of ``source``, checked one by one."""
+    def _parse(self, source: str, lines: Iterable[tuple[int, bytes]]) -> Iterator[R]:
+        """Records from ``(line number, raw line)`` pairs of ``source``, checked one by one."""
         for number, data in lines:
             if number == 1:
                 _refuse_utf16(source, data)
@@ -335,29 +355,43 @@ class SampleReader(Iterator[Sample]):
             if not raw.strip():
                 continue
             try:
-                sample = Sample.model_validate_json(raw)
+                record = self._validate(raw, number)
             except ValidationError as exc:
                 problems = validation_problems(exc)
                 if not self.skip_invalid:
                     raise SampleValidationError(source, number, problems) from None
                 self.report.invalid.append(InvalidLine(number, problems))
                 continue
-            first = self._seen.get(sample.id)
+            first = self._seen.get(record.id)
             if first is not None:
-                problem = f"id: duplicate sample id {sample.id!r} (first on line {first})"
+                problem = f"id: duplicate {self.noun} id {record.id!r} (first on line {first})"
                 if not self.skip_invalid:
                     raise SampleValidationError(source, number, [problem])
                 self.report.invalid.append(InvalidLine(number, [problem]))
                 continue
-            self._seen[sample.id] = number
+            self._seen[record.id] = number
             self.report.loaded += 1
-            yield sample
+            yield record
 
-    def __next__(self) -> Sample:
+    def _validate(self, raw: str, number: int) -> R:
+        """The record on line ``number``; a bad one raises pydantic's ValidationError (worded by
+        `validation_problems`)."""
+        raise NotImplementedError
+
+    def __next__(self) -> R:
         return next(self._lines)
 
-    def __iter__(self) -> SampleReader:
+    def __iter__(self) -> Self:
         return self
+
+
+class SampleReader(RecordReader[Sample]):
+    """Streams samples from a JSONL file, with `RecordReader`'s checks."""
+
+    noun = "sample"
+
+    def _validate(self, raw: str, number: int) -> Sample:
+        return Sample.model_validate_json(raw)
 
 
 def parse_sample_lines(source: str, lines: Iterable[tuple[int, bytes]]) -> SampleReader:
