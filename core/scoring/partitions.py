@@ -301,9 +301,9 @@ def combine_metadata(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """One run's metadata from its partitions': counters summed, the rest from the first.
 
     Summed: judge and embedding call counts, reused results, ``cost_usd`` and the answers the
-    judge's own model wrote (``self_judged``). ``max_in_flight``
-    is per process and is dropped (the cluster's cap is reported by the caller). The first
-    ``aborted`` line is kept; warnings are joined without repeats.
+    judge's own model wrote (``self_judged``). ``max_in_flight`` is per process and is dropped
+    (the cluster's cap is reported by the caller). The first ``aborted`` line is kept; warnings
+    are joined without repeats, in order.
     """
     if not parts:
         return {}
@@ -312,14 +312,7 @@ def combine_metadata(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for key in _SUMMED:
         found = [p[key] for p in parts if isinstance(p.get(key), Mapping)]
         if found:
-            total: dict[str, Any] = {}
-            for counts in found:
-                for name, value in counts.items():
-                    if name == "max_in_flight":
-                        total[name] = max(total.get(name, 0), value)
-                    else:
-                        total[name] = total.get(name, 0) + value
-            out[key] = total
+            out[key] = _summed_counts(found)
     judged = [p[SELF_JUDGED] for p in parts if isinstance(p.get(SELF_JUDGED), Mapping)]
     if judged:  # the judge's own answers, counted over every partition
         answers = sum(int(j.get("answers") or 0) for j in judged)
@@ -330,11 +323,19 @@ def combine_metadata(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     aborted = next((p["aborted"] for p in parts if p.get("aborted")), None)
     if aborted is not None:
         out["aborted"] = aborted
-    warnings: list[str] = []
-    for p in parts:
-        for line in p.get("warnings") or []:
-            if line not in warnings:
-                warnings.append(line)
+    warnings = list(dict.fromkeys(line for p in parts for line in p.get("warnings") or []))
     if warnings:
         out["warnings"] = warnings
     return out
+
+
+def _summed_counts(found: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Counters of several partitions added up; ``max_in_flight``, a peak, is the largest."""
+    total: dict[str, Any] = {}
+    for counts in found:
+        for name, value in counts.items():
+            if name == "max_in_flight":
+                total[name] = max(total.get(name, 0), value)
+            else:
+                total[name] = total.get(name, 0) + value
+    return total
