@@ -19,7 +19,7 @@ there are and how far the annotators agree with each other.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,8 @@ from ragbridge.adapters.cli.plural import noun, plural
 
 if TYPE_CHECKING:
     from ragbridge.core.labels.annotation import AskedCriterion, QuestionAgreement
+    from ragbridge.core.results.evaluation import Evaluation
+    from ragbridge.core.sample import Sample
 
 
 def register(sub: Any) -> None:
@@ -93,7 +95,7 @@ def register(sub: Any) -> None:
 
 def run_export(args: argparse.Namespace) -> int:
     from ragbridge.adapters.cli.options import read_samples
-    from ragbridge.core.labels.annotation import default_stratify_metric, save_tasks, select_tasks
+    from ragbridge.core.labels.annotation import save_tasks, select_tasks
     from ragbridge.core.results.evaluation import Evaluation
 
     if args.n < 1:
@@ -111,29 +113,9 @@ def run_export(args: argparse.Namespace) -> int:
     form = check_output(args.html, "--html", inputs=inputs) if args.html else None
     samples = read_samples(args.data)
     evaluation = Evaluation.from_jsonl(results) if results is not None else None
-    stratify: str | None = None
-    if args.stratify_by is not None and args.stratify_by.lower() != "none":
-        if evaluation is None:
-            raise UserError("--stratify-by needs --results (the scores to stratify by)")
-        if args.stratify_by not in evaluation.metrics:
-            raise UserError(
-                f"--stratify-by {args.stratify_by}: no such metric in {args.results} "
-                f"(has: {', '.join(evaluation.metrics) or 'none'})"
-            )
-        stratify = args.stratify_by
-    elif args.stratify_by is None and evaluation is not None:
-        stratify = default_stratify_metric(evaluation)
+    stratify = _stratify_metric(args, evaluation)
     if evaluation is not None:
-        known = {s.id for s in samples if s.answer}
-        scored = set(evaluation.sample_ids)
-        if not scored & known:
-            raise UserError(
-                f"--results {args.results}: none of its sample ids is in {args.data} "
-                "(results of another eval set?)"
-            )
-        missing = len(known - scored)
-        if missing:
-            console.warn(f"{missing} answered samples of {args.data} have no row in {args.results}")
+        _check_results_match(args, samples, evaluation)
     selection = select_tasks(
         samples,
         args.n,
@@ -170,6 +152,41 @@ def run_export(args: argparse.Namespace) -> int:
         lines.append(f"wrote the form to {args.html} ({shown}); open it in any browser")
     console.say(*lines)
     return EXIT_OK
+
+
+def _stratify_metric(args: argparse.Namespace, evaluation: Evaluation | None) -> str | None:
+    """The metric whose scores the tasks are spread over: ``--stratify-by`` when it names one
+    the results have, none with ``none``, else the default pick from the results (if any)."""
+    from ragbridge.core.labels.annotation import default_stratify_metric
+
+    if args.stratify_by is not None and args.stratify_by.lower() != "none":
+        if evaluation is None:
+            raise UserError("--stratify-by needs --results (the scores to stratify by)")
+        if args.stratify_by not in evaluation.metrics:
+            raise UserError(
+                f"--stratify-by {args.stratify_by}: no such metric in {args.results} "
+                f"(has: {', '.join(evaluation.metrics) or 'none'})"
+            )
+        return str(args.stratify_by)
+    if args.stratify_by is None and evaluation is not None:
+        return default_stratify_metric(evaluation)
+    return None
+
+
+def _check_results_match(
+    args: argparse.Namespace, samples: Sequence[Sample], evaluation: Evaluation
+) -> None:
+    """Refuse results of another eval set; warn about answered samples the results lack."""
+    known = {s.id for s in samples if s.answer}
+    scored = set(evaluation.sample_ids)
+    if not scored & known:
+        raise UserError(
+            f"--results {args.results}: none of its sample ids is in {args.data} "
+            "(results of another eval set?)"
+        )
+    missing = len(known - scored)
+    if missing:
+        console.warn(f"{missing} answered samples of {args.data} have no row in {args.results}")
 
 
 def _asked_criteria(path: str) -> list[AskedCriterion]:
