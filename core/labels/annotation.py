@@ -652,15 +652,42 @@ def question_agreement(question: LabelQuestion, labels: Sequence[HumanLabel]) ->
             )
         except ValueError:
             notes.append("alpha undefined: every label is the same")
-        same = total = 0
-        for answers in multi:
-            counts = Counter(answers.values())
-            m = len(answers)
-            total += m * (m - 1) // 2
-            same += sum(c * (c - 1) // 2 for c in counts.values())
-        agreement = same / total
+        agreement = _percent_agreement(multi)
     else:
         notes.append("no sample has two labels" if table else "nobody answered this question")
+    kappas = _pairwise_kappas(table, annotators, rank)
+    if multi and not kappas:
+        notes.append("kappa undefined: no two annotators share two samples with varied labels")
+    return QuestionAgreement(
+        question=question.name,
+        labels=sum(len(answers) for answers in table.values()),
+        items=len(table),
+        items_multi=len(multi),
+        annotators=len(annotators),
+        alpha=alpha,
+        kappa=sum(kappas) / len(kappas) if kappas else None,
+        kappa_pairs=len(kappas),
+        percent_agreement=agreement,
+        note="; ".join(notes) or None,
+    )
+
+
+def _percent_agreement(multi: Sequence[Mapping[str, Any]]) -> float:
+    """The share of annotator pairs, over samples with two or more labels, that answered alike."""
+    same = total = 0
+    for answers in multi:
+        counts = Counter(answers.values())
+        m = len(answers)
+        total += m * (m - 1) // 2
+        same += sum(c * (c - 1) // 2 for c in counts.values())
+    return same / total
+
+
+def _pairwise_kappas(
+    table: Mapping[str, Mapping[str, Any]], annotators: Sequence[str], rank: Mapping[Any, int]
+) -> list[float]:
+    """Quadratic-weighted Cohen's kappa of every annotator pair sharing two or more samples
+    (a pair whose labels do not vary has none)."""
     kappas: list[float] = []
     for a, b in combinations(annotators, 2):
         shared = [s for s, answers in table.items() if a in answers and b in answers]
@@ -676,20 +703,7 @@ def question_agreement(question: LabelQuestion, labels: Sequence[HumanLabel]) ->
             )
         except ValueError:
             continue
-    if multi and not kappas:
-        notes.append("kappa undefined: no two annotators share two samples with varied labels")
-    return QuestionAgreement(
-        question=question.name,
-        labels=sum(len(answers) for answers in table.values()),
-        items=len(table),
-        items_multi=len(multi),
-        annotators=len(annotators),
-        alpha=alpha,
-        kappa=sum(kappas) / len(kappas) if kappas else None,
-        kappa_pairs=len(kappas),
-        percent_agreement=agreement,
-        note="; ".join(notes) or None,
-    )
+    return kappas
 
 
 def annotator_agreement(
