@@ -193,32 +193,26 @@ def _levels(low: int, high: int) -> Any:
     return Literal[tuple(range(low, high + 1))]
 
 
+def _ranged_reply(kind: str, field: str, low: int, high: int) -> type[Reply]:
+    """A reply of a reason, then ``field``: one of the integers ``low..high`` (so an answer off
+    the scale fails validation and is repaired, never scored)."""
+    fields: dict[str, Any] = {"reason": (str, ...), field: (_levels(low, high), ...)}
+    model: type[Reply] = create_model(
+        f"{kind}{low}to{high}".replace("-", "m"), __base__=Reply, **fields
+    )
+    return model
+
+
 @functools.cache
 def score_reply(low: int, high: int) -> type[Reply]:
     """The reply of a criterion scored on ``low..high``: reason, then one of the integers."""
-    if (low, high) == (1, 5):
-        return ScoreReply
-    model: type[Reply] = create_model(
-        f"ScoreReply{low}to{high}".replace("-", "m"),
-        __base__=Reply,
-        reason=(str, ...),
-        score=(_levels(low, high), ...),
-    )
-    return model
+    return ScoreReply if (low, high) == (1, 5) else _ranged_reply("ScoreReply", "score", low, high)
 
 
 @functools.cache
 def level_reply(low: int, high: int) -> type[Reply]:
     """The reply of a rubric of levels ``low..high``: reason, then one of the levels."""
-    if (low, high) == (1, 5):
-        return LevelReply
-    model: type[Reply] = create_model(
-        f"LevelReply{low}to{high}".replace("-", "m"),
-        __base__=Reply,
-        reason=(str, ...),
-        level=(_levels(low, high), ...),
-    )
-    return model
+    return LevelReply if (low, high) == (1, 5) else _ranged_reply("LevelReply", "level", low, high)
 
 
 @functools.cache
