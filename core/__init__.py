@@ -15,8 +15,6 @@ if TYPE_CHECKING:
     from .cache.disk import Cache
     from .conversation import (
         Conversation,
-        ToolCall,
-        Turn,
         conversation_json_schema,
         load_conversations,
         save_conversations,
@@ -57,6 +55,7 @@ if TYPE_CHECKING:
     from .scoring.scorer import Scorer, explain
     from .settings import Settings
     from .testset import generate_testset
+    from .turn import ToolCall, Turn
 
 _EXPORTS: dict[str, str] = {
     "Cache": "cache.disk",

@@ -322,8 +322,10 @@ def test_an_assistant_turn_is_a_sample_a_single_turn_measure_can_score() -> None
             "latency_s": 0.4,
             "conversation": {"id": "c2", "turn": 4, "turn_id": "a2"},
         },
+        history=[AGENT.turns[0]],  # the turns before its question (u1)
     )
     follow_up = AGENT.turn_sample(6)
+    assert follow_up.history == AGENT.turns[:5]
     assert (follow_up.id, follow_up.question) == ("c2#6", "And for part-timers?")
     assert follow_up.relevance is None  # not labelled, not "no relevant document"
     assert AGENT.turn_sample(2).answer is None  # a step that only calls a tool
@@ -354,9 +356,10 @@ def test_a_one_exchange_conversation_equals_its_sample() -> None:
     assert [t.role for t in conversation.turns] == ["user", "assistant"]
     assert conversation.to_sample() == sample
     view = conversation.turn_sample(1)
-    assert view.model_dump(exclude={"id", "metadata"}) == sample.model_dump(
-        exclude={"id", "metadata"}
+    assert view.model_dump(exclude={"id", "metadata", "history"}) == sample.model_dump(
+        exclude={"id", "metadata", "history"}
     )
+    assert (view.history, sample.history) == ([], None)  # a turn, the first of its conversation
     assert view.metadata == {
         "split": "dev",
         "conversation": {"id": "q1", "turn": 1, "turn_id": None},
@@ -470,3 +473,15 @@ def test_the_samples_reader_is_unchanged_by_the_family(tmp_path: Path) -> None:
     reader = load_samples(path, skip_invalid=True)
     assert len(list(reader)) == 1
     assert str(reader.report).startswith(f"{path}: 1 samples loaded, 1 invalid lines skipped")
+
+
+def test_a_sample_with_history_is_the_last_exchange_of_its_conversation() -> None:
+    """``from_sample`` puts a sample's history before its question, so the turn view of the
+    answer is the sample again, history included."""
+    follow_up = AGENT.turn_sample(6)
+    again = Conversation.from_sample(follow_up)
+    assert again.turns[: len(AGENT.turns) - 2] == AGENT.turns[:5]
+    view = again.turn_sample(len(again.turns) - 1)
+    assert view.model_dump(exclude={"id", "metadata"}) == follow_up.model_dump(
+        exclude={"id", "metadata"}
+    )

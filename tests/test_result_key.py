@@ -414,7 +414,8 @@ def test_the_body_names_its_fields_and_covers_each_context() -> None:
     absent = sample_body(s, frozenset({"metadata.k"}))
     assert absent != sample_body(_metadata("k", None)(s), frozenset({"metadata.k"}))
     assert sample_body(s, None) != sample_body(_metadata("k", None)(s), None)
-    assert set(FIELDS) | {"contexts", "metadata"} == set(Sample.model_fields)
+    # history is not a field a metric declares: a turn's history is always in its body
+    assert set(FIELDS) | {"contexts", "metadata", "history"} == set(Sample.model_fields)
     assert set(CONTEXT_PARTS) == set(Context.model_fields)
 
 
@@ -446,3 +447,18 @@ def test_the_benchmark_reports_the_saved_share_of_the_cold_run() -> None:
         {"results": 756, "replies": 0, "embeddings": 334},
     ]
     assert module.growth(rows) == "+378 results, +0 replies, +0 embeddings"
+
+
+def test_a_turns_history_is_always_in_its_body_and_a_plain_sample_keeps_its_bytes() -> None:
+    """Two turns asking the same words after different conversations never share a score; a
+    sample that is no turn has the bytes it had before samples carried a history."""
+    from ragbridge.core import Turn
+
+    plain = Sample(id="s", question="And for part-timers?", answer="Pro rata.")
+    first = plain.model_copy(update={"history": [Turn(role="user", content="Leave?")]})
+    second = plain.model_copy(update={"history": [Turn(role="user", content="Pensions?")]})
+    reads = frozenset({"question", "answer"})
+    assert sample_body(first, reads) != sample_body(second, reads)
+    assert sample_body(first, None) != sample_body(second, None)
+    assert b"history" not in sample_body(plain, reads)
+    assert b"history" not in sample_body(plain, None)

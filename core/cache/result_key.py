@@ -104,10 +104,18 @@ def sample_body(sample: Sample, reads: frozenset[str] | None) -> bytes:
     context, in rank order, so the number and order of the contexts is always covered; a
     ``metadata.<key>`` that is absent is left out, and one that is present is kept even when its
     value is null.
+
+    A conversation's turn (``history`` not None) always keeps its history: every judge prompt
+    reads the conversation so far, and two turns that ask the same words after different
+    conversations must not share a score. A sample without history keeps the bytes it had
+    before samples had one.
     """
     if reads is None:
-        return b"sample\0" + sample.model_dump_json().encode()
+        left_out = None if sample.history is not None else {"history"}
+        return b"sample\0" + sample.model_dump_json(exclude=left_out).encode()
     picked: dict[str, Any] = {}
+    if sample.history is not None:
+        picked["history"] = sample.history
     for name in FIELDS:
         if name in reads:
             picked[name] = getattr(sample, name)

@@ -244,8 +244,10 @@ def _cancelled(future: concurrent.futures.Future[Score]) -> bool:
 
 def fingerprint(sample: Sample) -> str:
     """What a record is when a sink gives no key: everything a metric reads (the id and the
-    metadata do not change a score)."""
-    text = sample.model_dump_json(exclude={"id", "metadata"})
+    metadata do not change a score). A sample that is no conversation's turn leaves out its
+    ``history`` (None), so fingerprints from before samples had one stay valid."""
+    left_out = {"id", "metadata"} if sample.history is not None else {"id", "metadata", "history"}
+    text = sample.model_dump_json(exclude=left_out)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
