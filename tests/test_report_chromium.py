@@ -21,6 +21,7 @@ from ragbridge.adapters.report import sample_anchor, write_report
 from ragbridge.core.results.crosscheck import compare_frameworks
 from ragbridge.core.results.evaluation import Evaluation, Score
 from ragbridge.core.sample import Context, Sample
+from ragbridge.core.turn import ToolCall, Turn
 
 
 def _chromium() -> str | None:
@@ -100,6 +101,18 @@ def _report(tmp_path: Path) -> Path:
             "</script>",
             contexts=[Context(text=t, id=f"h{i}") for i, t in enumerate(HOSTILE)],
             relevance={"h9": 1},
+            # a conversation's turn: its history is shown turn by turn, all of it escaped
+            history=[
+                Turn(role="user", content=HOSTILE[1]),
+                Turn(
+                    role="assistant",
+                    content=HOSTILE[3],
+                    contexts=[Context(text=HOSTILE[2])],
+                    tool_calls=[ToolCall(name=PLANTED, id="c1")],
+                ),
+                Turn(role="tool", content=PLANTED, tool_call_id="c1"),
+            ],
+            metadata={"conversation": {"id": HOSTILE[2], "turn": 4}},
         ),
     ]
     a = Evaluation(metadata={"judge_model": "<script>x</script>"})
@@ -136,6 +149,7 @@ def test_report_renders_without_console_errors_and_planted_script_does_not_run(
     assert not re.search(r"data-pwned=\"\d\"", dom)
     assert "&lt;script&gt;document.body.setAttribute('data-pwned','1')&lt;/script&gt;" in dom
     assert _console_lines(stderr, page) == []
+    assert "Conversation so far" in dom  # the hostile history was rendered, as text
 
 
 def test_the_reports_own_script_runs_under_its_content_security_policy(tmp_path: Path) -> None:

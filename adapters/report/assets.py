@@ -66,6 +66,8 @@ details.sample:target { outline: 3px solid #e0b040; }
 .tag.nonrel { background: #f6e0de; }
 details.sample > summary .q { font-weight: 400; color: #3d4753; margin-left: 0.5rem; }
 .other-runs { margin: 0.3rem 0; }
+ol.conversation { padding-left: 1.6rem; margin: 0.2rem 0 0.6rem; }
+ol.conversation .turn-user .text { background: #eaf1fa; }
 .tools { display: flex; flex-wrap: wrap; gap: 0.4rem 1rem; align-items: center;
   margin: 0.4rem 0; font-size: 0.9rem; }
 .tools input, .tools select, .tools button { font: inherit; }

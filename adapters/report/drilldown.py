@@ -8,13 +8,14 @@ no context ids, no judge calls) are left out of its tables.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from typing import Any
 
 from ragbridge.core.results.diagnosis import Diagnosis
 from ragbridge.core.results.evaluation import Evaluation, Score
 from ragbridge.core.sample import Context, Sample
 
+from .conversation_view import conversation_block
 from .markup import esc, number, sample_anchor
 from .sections import usage_cell
 
@@ -179,6 +180,7 @@ def _drilldown_one(
     ev: Evaluation,
     status: str,
     others: Sequence[str],
+    scored: Container[str] = frozenset(),
 ) -> list[str]:
     anchor = sample_anchor(sample_id, pipeline)
     question = f' <span class="q">{esc(sample.question)}</span>' if sample is not None else ""
@@ -194,6 +196,9 @@ def _drilldown_one(
     if sample is None:
         out.append('<p class="muted">The sample record was not given to the report.</p>')
     else:
+        history = conversation_block(sample, pipeline, scored)
+        if history:
+            out.append(history)
         out.append(_text_block("Question", sample.question))
         out.append(_text_block("Answer", sample.answer))
         out.append(_text_block("Reference", sample.reference))
@@ -240,7 +245,15 @@ def drilldown_section(
         for sid in ids_of[name]:
             others = [o for o in pipelines if o != name and sid in members[o]]
             out.extend(
-                _drilldown_one(name, sid, index[name].get(sid), ev, quadrant.get(sid, ""), others)
+                _drilldown_one(
+                    name,
+                    sid,
+                    index[name].get(sid),
+                    ev,
+                    quadrant.get(sid, ""),
+                    others,
+                    members[name],
+                )
             )
     out.append("</section>")
     return out
