@@ -13,6 +13,9 @@
   documents `ragbridge.core.testset.generate_testset` writes questions from.
 * **Retrieval** (`ragbridge.adapters.llamaindex.retrieval`): LlamaIndex's ``RetrieverEvaluator``
   with its numbers computed by ragbridge's trec_eval-exact ranking measures.
+* **Conversations** (`ragbridge.adapters.llamaindex.conversations`): scripted sessions replayed
+  through a chat engine, each turn with its own contexts and the engine's memory reset between
+  conversations (`capture_chat_sessions`).
 * **Shadow scoring** (`ragbridge.adapters.llamaindex.shadow`): ``shadow(engine, metrics)``
   answers as the engine does, records every query and scores a sample in the background.
 
@@ -34,6 +37,7 @@ from .capture import (
     run_query_engine,
     run_retriever,
 )
+from .conversations import ChatTurnError, acapture_chat_sessions, capture_chat_sessions
 from .criteria import GuidelineEvaluator, guideline_aspect
 from .documents import source_documents
 from .evaluators import (
@@ -65,6 +69,7 @@ __all__ = [
     "SHADOW_TAG",
     "CapturedQuery",
     "CapturedRetrieval",
+    "ChatTurnError",
     "GuidelineEvaluator",
     "IdMismatchError",
     "IdMismatchWarning",
@@ -78,8 +83,10 @@ __all__ = [
     "RagbridgeRetrieverEvaluator",
     "RetrievalCapture",
     "ShadowQueryEngine",
+    "acapture_chat_sessions",
     "arun_query_engine",
     "arun_retriever",
+    "capture_chat_sessions",
     "capture_retrievals",
     "engine_kind",
     "evaluation_of",
