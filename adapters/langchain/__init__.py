@@ -6,6 +6,10 @@ and shadow-score a Runnable in production (`shadow`).
   handler that records every retrieval inside a Runnable (LCEL, an agent's tool, a sub-chain)
   and groups them by the top-level run they belong to; `capture_retrievals` does the same with
   no callbacks passed, through LangChain's configure hook. Nothing in the chain changes.
+* **Conversations** (`ragbridge.adapters.langchain.conversations`): `capture_conversations`
+  replays a scripted user side through a ``RunnableWithMessageHistory``, a chain taking its
+  chat history in its input, or a LangGraph message-state graph, each turn with the contexts
+  retrieved during it and its tool calls.
 * **Documents** (`ragbridge.adapters.langchain.documents`): a ``Document`` as a `Context`
   (`document_to_context`: its id from metadata or ``Document.id``, a score from metadata), and
   documents as the corpus `ragbridge.core.testset.generate_testset` writes questions from
@@ -26,6 +30,7 @@ from __future__ import annotations
 from ._framework import INSTALL_HINT
 from .capture import FROM_CAPTURE as FROM_CAPTURE
 from .capture import Retrieval, RetrievalCapture, capture_retrievals
+from .conversations import acapture_conversations, capture_conversations
 from .documents import DEFAULT_ID_KEYS as DEFAULT_ID_KEYS
 from .documents import DEFAULT_SCORE_KEYS as DEFAULT_SCORE_KEYS
 from .documents import document_to_context, source_documents
@@ -45,8 +50,10 @@ __all__ = [
     "Retrieval",
     "RetrievalCapture",
     "ShadowRunnable",
+    "acapture_conversations",
     "aretrieve_only",
     "arun_pipeline",
+    "capture_conversations",
     "capture_retrievals",
     "document_to_context",
     "retrieve_only",

@@ -19,6 +19,7 @@ __all__ = [
     "HumanMessage",
     "Runnable",
     "RunnableConfig",
+    "RunnableWithMessageHistory",
     "SystemMessage",
     "get_config_list",
     "merge_configs",
@@ -34,6 +35,7 @@ try:  # every name at once: a langchain-core too old or broken to have one also 
     from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
     from langchain_core.runnables import Runnable, RunnableConfig
     from langchain_core.runnables.config import get_config_list, merge_configs
+    from langchain_core.runnables.history import RunnableWithMessageHistory
     from langchain_core.tracers.context import register_configure_hook
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise missing_extra("ragbridge.adapters.langchain", "langchain-core", "langchain", exc) from exc
