@@ -10,6 +10,9 @@ field, and loud where it cannot.
   Plain data: it imports no RAGAS.
 * **Datasets** (`ragbridge.adapters.ragas.datasets`): RAGAS's ``EvaluationDataset`` and the
   Hugging Face ``Dataset`` form, built from samples and read back into them.
+* **Conversations** (`ragbridge.adapters.ragas.conversations`): a `Conversation` as RAGAS's
+  ``MultiTurnSample`` and back, exactly (`to_multi_turn_sample`, `conversation_from_multi_turn`,
+  and for datasets `to_multi_turn_dataset`, `from_multi_turn_dataset`).
 * **Models** (`ragbridge.adapters.ragas.models`): ragbridge's judge and embedder as RAGAS's LLMs
   and embeddings (`RagasJudge`, `RagasEmbedder`, ... ``.for_collections()``), and RAGAS's or
   LangChain's models as ragbridge's (`judge_from_ragas`, `embedder_from_ragas`).
@@ -44,6 +47,12 @@ INSTALL_HINT = install_hint("ragas")
 """What to run when the ``ragas`` extra is missing."""
 
 if TYPE_CHECKING:
+    from .conversations import (
+        conversation_from_multi_turn,
+        from_multi_turn_dataset,
+        to_multi_turn_dataset,
+        to_multi_turn_sample,
+    )
     from .criteria import AspectCritic, RubricsScore
     from .datasets import from_hf_dataset, from_ragas_dataset, to_hf_dataset, to_ragas_dataset
     from .metrics import (
@@ -87,6 +96,10 @@ _EXPORTS: dict[str, str] = {
     "from_ragas_dataset": "datasets",
     "to_hf_dataset": "datasets",
     "to_ragas_dataset": "datasets",
+    "conversation_from_multi_turn": "conversations",
+    "from_multi_turn_dataset": "conversations",
+    "to_multi_turn_dataset": "conversations",
+    "to_multi_turn_sample": "conversations",
     "RagasEmbedder": "models",
     "RagasInstructorJudge": "models",
     "RagasJudge": "models",
@@ -130,10 +143,12 @@ __all__ = [
     "RagbridgeSkipped",
     "RubricsScore",
     "aevaluate",
+    "conversation_from_multi_turn",
     "embedder_from_ragas",
     "evaluate",
     "failure_from_ragas",
     "from_hf_dataset",
+    "from_multi_turn_dataset",
     "from_ragas_dataset",
     "from_ragas_jsonl",
     "judge_from_ragas",
@@ -143,6 +158,8 @@ __all__ = [
     "score_from_ragas",
     "scores_from_ragas",
     "to_hf_dataset",
+    "to_multi_turn_dataset",
+    "to_multi_turn_sample",
     "to_ragas_dataset",
     "to_ragas_jsonl",
 ]

@@ -15,7 +15,7 @@ from typing import Any
 from . import _framework  # noqa: F401  (first: RAGAS through the one guard)
 
 # isort: split
-from ragas.dataset_schema import EvaluationDataset, SingleTurnSample
+from ragas.dataset_schema import EvaluationDataset, MultiTurnSample, SingleTurnSample
 
 from ragbridge.adapters._extras import require
 from ragbridge.core.sample import Sample
@@ -82,9 +82,14 @@ def from_ragas_dataset(
     rows: list[dict[str, Any]] = []
     for index, item in enumerate(dataset):
         if not isinstance(item, SingleTurnSample):
+            hint = (
+                " (a multi-turn sample is a conversation: read it with "
+                "ragbridge.adapters.ragas.from_multi_turn_dataset)"
+                if isinstance(item, MultiTurnSample)
+                else ""
+            )
             raise ValueError(
-                f"row {index}: expected a SingleTurnSample, got {type(item).__name__} "
-                "(multi-turn samples have no ragbridge equivalent)"
+                f"row {index}: expected a SingleTurnSample, got {type(item).__name__}{hint}"
             )
         rows.append(item.model_dump(exclude_none=True))
     return samples_from_rows(rows, ids=ids, extras=extras, source="dataset")

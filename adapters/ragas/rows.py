@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ragbridge.core import sample_fields
+from ragbridge.core.conversation import Conversation
 from ragbridge.core.files import StrPath
 from ragbridge.core.sample import Sample
 from ragbridge.core.sample_fields import FieldError, extras_of, fields_of, sample_from_fields
@@ -127,7 +128,15 @@ def to_ragas_jsonl(samples: Iterable[Sample], path: StrPath) -> int:
 def check_sample(sample: Any, index: int) -> Sample:
     """``sample``, refused with its position when it is not a ragbridge `Sample`."""
     if not isinstance(sample, Sample):
-        raise TypeError(f"sample {index}: expected a ragbridge Sample, got {type(sample).__name__}")
+        hint = (
+            " (a conversation goes to RAGAS as a MultiTurnSample: "
+            "ragbridge.adapters.ragas.to_multi_turn_dataset)"
+            if isinstance(sample, Conversation)
+            else ""
+        )
+        raise TypeError(
+            f"sample {index}: expected a ragbridge Sample, got {type(sample).__name__}{hint}"
+        )
     return sample
 
 
@@ -204,11 +213,15 @@ def sample_from_row(
     naming ``source``, the row and the field.
     """
     where = f"{source}: row {index}"
-    _check_keys(row, where)
-    if isinstance(row.get("user_input"), list):
+    if isinstance(row.get("user_input"), list):  # before the keys: its own are no single-turn keys
         raise FieldError(
-            where, "user_input", "multi-turn samples (a list of messages) are not supported"
+            where,
+            "user_input",
+            "multi-turn sample (a list of messages), which ragbridge reads as a conversation: "
+            "load the rows into RAGAS's EvaluationDataset (from_jsonl, from_list) and read it "
+            "with ragbridge.adapters.ragas.from_multi_turn_dataset",
         )
+    _check_keys(row, where)
     return sample_from_fields(
         row,
         FIELDS,
