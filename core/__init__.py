@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .labels.human import HumanLabel
     from .labels.repeatability import evaluate_repeated
     from .metrics.base import Metric, MetricContext
+    from .multiturn.run import aevaluate_conversations, evaluate_conversations
     from .records import load_records
     from .results.evaluation import Evaluation, Failure, FailureKind, MetricSummary, Score, Usage
     from .results.stats import compare
@@ -90,6 +91,8 @@ _EXPORTS: dict[str, str] = {
     "load_conversations": "conversation",
     "save_conversations": "conversation",
     "load_records": "records",
+    "aevaluate_conversations": "multiturn.run",
+    "evaluate_conversations": "multiturn.run",
     "Evaluation": "results.evaluation",
     "Failure": "results.evaluation",
     "FailureKind": "results.evaluation",
@@ -151,11 +154,13 @@ __all__ = [
     "Turn",
     "Usage",
     "aevaluate",
+    "aevaluate_conversations",
     "compare",
     "conversation_json_schema",
     "criteria_metrics",
     "estimate",
     "evaluate",
+    "evaluate_conversations",
     "evaluate_repeated",
     "evaluate_run",
     "explain",

@@ -137,6 +137,7 @@ def test_all_llm_metrics_and_names() -> None:
         "helpfulness",
         "groundedness",
         "document_relevance",
+        "missed_retrieval",
     ]
     assert all(cls.provider == "llm" for cls in ALL_LLM_METRICS)
 

@@ -23,6 +23,7 @@ from ragbridge.adapters.cli import main as cli
 from ragbridge.core import evaluate
 from ragbridge.core.judging.judge import Entailment
 from ragbridge.core.metrics import Faithfulness, Metric, MetricContext, resolve
+from ragbridge.core.multiturn import CONVERSATION_METRICS
 from ragbridge.core.registry import (
     REGISTRY,
     MeasureSpec,
@@ -47,6 +48,10 @@ SAMPLE = Sample(
     relevance={"d1": 1},
     reference_contexts=["Mount Everest's elevation is 8,849 metres."],
 )
+
+# A conversation-level measure reads a sample with its history (issue 31): the same sample as
+# the first exchange of a conversation. Without one it fails missing_input by design.
+CONVERSATION_SAMPLE = SAMPLE.model_copy(update={"history": []})
 
 # Failures that mean "this pair is broken", as opposed to a measure's honest verdict.
 BUGS = {FailureKind.JUDGE_ERROR, FailureKind.MISSING_INPUT, FailureKind.PARSE_ERROR}
@@ -102,7 +107,8 @@ def test_every_pair_resolves_and_scores(name: str) -> None:
         "embedder": HashEmbedder(),
         "nli": ThreeLabelNLI(),
     }
-    evaluation = evaluate([SAMPLE], [metric], **ctx_models)
+    sample = CONVERSATION_SAMPLE if base in CONVERSATION_METRICS else SAMPLE
+    evaluation = evaluate([sample], [metric], **ctx_models)
     score = evaluation.get("q1", metric.name)
     assert score is not None
     if score.failure is not None:

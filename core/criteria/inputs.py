@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..prompts.history import asked
 from ..sample import Sample
 from .spec import FIELD_NAMES
 
@@ -28,6 +29,8 @@ def sample_values(reads: Sequence[str], sample: Sample) -> dict[str, Any]:
     for name in reads:
         if name == "contexts":
             values[name] = [c.text for c in sample.contexts]
+        elif name == "question":
+            values[name] = asked(sample)  # a turn's question with the conversation so far
         elif name in FIELD_NAMES:
             values[name] = getattr(sample, name) or ""
         else:

@@ -21,6 +21,7 @@ metric                 judge tasks (template ids)                               
 `Helpfulness`          grader.helpfulness                                              1
 `Groundedness`         grader.groundedness                                             1
 `DocumentRelevance`    grader.document_relevance                                       1
+`MissedRetrieval`      missed_retrieval.judge (none when the turn retrieved)           1
 =====================  ==============================================================  =====
 
 ``*`` calls are shared between the metrics of one sample. ``+``: when a run has both context
@@ -45,9 +46,11 @@ from .context_recall import ContextRecall
 from .context_relevance import ContextRelevance, ContextRelevanceRanked
 from .answer_correctness import AnswerCorrectness
 from .graders import Correctness, DocumentRelevance, Groundedness, Helpfulness
+from .missed_retrieval import MissedRetrieval
 from .providers.offline import AnswerSimilarity, ContextUsage
 from .ranking_metric import RankingMetric
 from . import providers  # noqa: F401  (registers the offline and nli providers)
+from ..multiturn import measures as _conversation_measures  # noqa: F401  (registers them)
 
 # isort: on
 
@@ -70,6 +73,7 @@ __all__ = [
     "Helpfulness",
     "Metric",
     "MetricContext",
+    "MissedRetrieval",
     "PlannedCall",
     "RankingMetric",
     "UnknownMeasureError",
@@ -90,6 +94,7 @@ ALL_LLM_METRICS: tuple[type[Metric], ...] = (
     Helpfulness,
     Groundedness,
     DocumentRelevance,
+    MissedRetrieval,
 )
 """The measures whose default provider is the judge."""
 

@@ -46,6 +46,7 @@ from ..prompts.context_relevance import (
     CONTEXT_RELEVANT_USEFUL_WITH_ANSWER,
     CONTEXT_RELEVANT_USEFUL_WITH_REFERENCE,
 )
+from ..prompts.history import asked
 from ..sample import Sample
 from ._shared import ASSESS_TAG, plan_assess, planned
 from .base import MetricContext, PlannedCall
@@ -128,7 +129,7 @@ def precision_target(sample: Sample, mode: str) -> tuple[str, str] | None:
 
 def relevance_key(sample: Sample) -> tuple[str, str, tuple[str, ...]]:
     """Memo and plan key of ``context_relevance.judge``: both relevance measures share it."""
-    return (CONTEXT_RELEVANCE.id, sample.question, tuple(c.text for c in sample.contexts))
+    return (CONTEXT_RELEVANCE.id, asked(sample), tuple(c.text for c in sample.contexts))
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,8 @@ def joint_call(sample: Sample, tags: frozenset[str], mode: str) -> JointCall | N
         return None
     against, text = target
     contexts = [c.text for c in sample.contexts]
-    values: dict[str, Any] = {"question": sample.question, against: text, "contexts": contexts}
+    question = asked(sample)
+    values: dict[str, Any] = {"question": question, against: text, "contexts": contexts}
     if against == "reference" and ASSESS_TAG in tags:
         return JointCall(assess_template(tags), against, values, None, assess=True)
     template = (
@@ -165,7 +167,7 @@ def joint_call(sample: Sample, tags: frozenset[str], mode: str) -> JointCall | N
         if against == "reference"
         else CONTEXT_RELEVANT_USEFUL_WITH_ANSWER
     )
-    key = (template.id, sample.question, text, tuple(contexts))
+    key = (template.id, question, text, tuple(contexts))
     return JointCall(template, against, values, key)
 
 

@@ -1,10 +1,13 @@
 """Helpers the LLM metrics share: the two memoised judge calls, alignment checks, cosine.
 
-The memo keys are what makes the judge budget hold. ``answer.analyze`` is keyed on (question,
-answer), so Faithfulness, Hallucination, AnswerRelevance and AnswerCorrectness of one sample make
-one call between them; ``faithfulness.verify`` is keyed on (claims, context texts), so
+The memo keys are what makes the judge budget hold. ``answer.analyze`` is keyed on (question as
+asked, answer), so Faithfulness, Hallucination, AnswerRelevance and AnswerCorrectness of one
+sample make one call between them; ``faithfulness.verify`` is keyed on (claims, context texts), so
 Faithfulness and Hallucination make one. The first metric to ask owns the call: its Score
 records the usage, the others record none, so summed usage is the true cost.
+
+Every prompt here shows the question as `asked` renders it: the question alone for a sample
+without history, the conversation so far and then the question for a conversation's turn.
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from ..prompts.base import PromptTemplate
 from ..prompts.context_assess import CONTEXT_ASSESS, ContextAssessment
 from ..prompts.context_relevance import ContextAssessmentWithRelevance
 from ..prompts.faithfulness import FAITHFULNESS_VERIFY, ClaimVerdicts
+from ..prompts.history import asked
 from ..results.evaluation import Failure, FailureKind, Score, Usage
 from ..sample import Sample
 from .base import MetricContext, PlannedCall, usage_of
+from .turn_sources import TurnSource
 
 __all__ = [
     "ASSESS_TAG",
@@ -90,30 +95,37 @@ def has_inputs(sample: Sample, fields: Sequence[str]) -> bool:
 
 
 def analyze_key(sample: Sample) -> tuple[str, str, str]:
-    return ("answer.analyze", sample.question, sample.answer or "")
+    return ("answer.analyze", asked(sample), sample.answer or "")
 
 
-def verify_key(sample: Sample, claims: Sequence[str]) -> tuple[str, tuple[str, ...], Any]:
-    return ("faithfulness.verify", tuple(claims), tuple(c.text for c in sample.contexts))
+def verify_texts(sample: Sample, sources: Sequence[TurnSource] = ()) -> list[str]:
+    """What ``faithfulness.verify`` shows as numbered contexts: the sample's contexts, then the
+    conversation's ``sources`` (`ragbridge.core.metrics.turn_sources`), each with its label."""
+    return [*(c.text for c in sample.contexts), *(s.shown() for s in sources)]
 
 
-def plan_verify_key(sample: Sample) -> tuple[str, str, tuple[str, ...]]:
+def verify_key(claims: Sequence[str], texts: Sequence[str]) -> tuple[str, tuple[str, ...], Any]:
+    return ("faithfulness.verify", tuple(claims), tuple(texts))
+
+
+def plan_verify_key(sample: Sample, texts: Sequence[str]) -> tuple[str, str, tuple[str, ...]]:
     """Dry-run key of the verify call (claims are unknown before the analyze call is made)."""
-    return ("faithfulness.verify", sample.answer or "", tuple(c.text for c in sample.contexts))
+    return ("faithfulness.verify", sample.answer or "", tuple(texts))
 
 
 def plan_analyze(sample: Sample) -> PlannedCall:
     return planned(
-        ANSWER_ANALYZE, analyze_key(sample), question=sample.question, answer=sample.answer or ""
+        ANSWER_ANALYZE, analyze_key(sample), question=asked(sample), answer=sample.answer or ""
     )
 
 
-def plan_verify(sample: Sample) -> PlannedCall:
+def plan_verify(sample: Sample, sources: Sequence[TurnSource] = ()) -> PlannedCall:
+    texts = verify_texts(sample, sources)
     return planned(
         FAITHFULNESS_VERIFY,
-        plan_verify_key(sample),
+        plan_verify_key(sample, texts),
         claims=estimated_claims(sample.answer or ""),
-        contexts=[c.text for c in sample.contexts],
+        contexts=texts,
     )
 
 
@@ -123,7 +135,7 @@ async def analyze_answer(
     """The shared ``answer.analyze`` call of this sample, and whether this caller owns it."""
     return await ctx.shared(
         analyze_key(sample),
-        lambda: ctx.ask(ANSWER_ANALYZE, question=sample.question, answer=sample.answer or ""),
+        lambda: ctx.ask(ANSWER_ANALYZE, question=asked(sample), answer=sample.answer or ""),
     )
 
 
@@ -133,7 +145,7 @@ ASSESS_TAG = "context.assess"
 def assess_key(sample: Sample) -> tuple[str, str, str, tuple[str, ...]]:
     return (
         ASSESS_TAG,
-        sample.question,
+        asked(sample),
         sample.reference or "",
         tuple(c.text for c in sample.contexts),
     )
@@ -145,7 +157,7 @@ def plan_assess(sample: Sample, template: PromptTemplate = CONTEXT_ASSESS) -> Pl
     return planned(
         template,
         assess_key(sample),
-        question=sample.question,
+        question=asked(sample),
         reference=sample.reference or "",
         contexts=[c.text for c in sample.contexts],
     )
@@ -164,7 +176,7 @@ async def assess_contexts(
         assess_key(sample),
         lambda: ctx.ask(
             template,
-            question=sample.question,
+            question=asked(sample),
             reference=sample.reference or "",
             contexts=[c.text for c in sample.contexts],
         ),
@@ -190,6 +202,19 @@ class ClaimCheck:
     usage: Usage = field(default_factory=Usage)
     failure: Failure | None = None
     verified: bool = False
+    sources: int = 0
+    """How many of the conversation's sources the claims were checked against as well."""
+    retrieved: bool = True
+    """Whether the sample had contexts of its own (a turn may be checked against sources only)."""
+
+    @property
+    def against(self) -> str:
+        """What the claims were checked against, for a Score's reason."""
+        if not self.sources:
+            return "the contexts"
+        if not self.retrieved:
+            return "the conversation (this turn retrieved nothing)"
+        return "the contexts and the conversation"
 
     def count(self, *verdicts: str) -> int:
         return sum(1 for d in self.details if d["verdict"] in verdicts)
@@ -199,11 +224,15 @@ class ClaimCheck:
         return Score(failure=self.failure, usage=self.usage, **kw)
 
 
-async def check_claims(sample: Sample, ctx: MetricContext) -> ClaimCheck:
-    """Extract the answer's claims (shared) and verify them all in one shared call.
+async def check_claims(
+    sample: Sample, ctx: MetricContext, sources: Sequence[TurnSource] = ()
+) -> ClaimCheck:
+    """Extract the answer's claims (shared) and verify them all in one shared call, against the
+    contexts and then the conversation's ``sources`` (`ragbridge.core.metrics.turn_sources`; a
+    claim a source decides names it in its details).
 
-    With no contexts every claim is unsupported and no verify call is made: there is nothing
-    to check against, and spending a call to learn that would be waste.
+    With nothing to check against every claim is unsupported and no verify call is made:
+    spending a call to learn that would be waste.
     """
     analysis, owns_analysis = await analyze_answer(sample, ctx)
     if analysis.value is None:
@@ -220,7 +249,8 @@ async def check_claims(sample: Sample, ctx: MetricContext) -> ClaimCheck:
                 message="no factual claims could be extracted from the answer",
             ),
         )
-    if not sample.contexts:
+    texts = verify_texts(sample, sources)
+    if not texts:
         unsupported: list[dict[str, Any]] = [
             {
                 "claim": claim,
@@ -232,10 +262,9 @@ async def check_claims(sample: Sample, ctx: MetricContext) -> ClaimCheck:
             for claim in claims
         ]
         return ClaimCheck(claims, unsupported, usage_of(analysis, owned=(owns_analysis,)))
-    texts = [c.text for c in sample.contexts]
     verify: JudgeCall[ClaimVerdicts]
     verify, owns_verify = await ctx.shared(
-        verify_key(sample, claims),
+        verify_key(claims, texts),
         lambda: ctx.ask(FAITHFULNESS_VERIFY, claims=claims, contexts=texts),
     )
     usage = usage_of(analysis, verify, owned=(owns_analysis, owns_verify))
@@ -245,17 +274,26 @@ async def check_claims(sample: Sample, ctx: MetricContext) -> ClaimCheck:
     # One verdict per claim, citing contexts that exist: checked by the engine on the reply
     # (the template's check), so a reply that does not fit never gets here.
     details: list[dict[str, Any]] = []
+    own = len(sample.contexts)
     for claim, v in zip(claims, verify.value.verdicts, strict=True):
-        details.append(
-            {
-                "claim": claim,
-                "verdict": v.verdict,
-                "context": v.context,
-                "context_id": context_id(sample, v.context),
-                "reason": v.reason,
-            }
-        )
-    return ClaimCheck(claims, details, usage, verified=True)
+        row: dict[str, Any] = {
+            "claim": claim,
+            "verdict": v.verdict,
+            "context": v.context,
+            "context_id": context_id(sample, v.context),
+            "reason": v.reason,
+        }
+        if v.context is not None and v.context > own:
+            row.update(sources[v.context - own - 1].detail())
+        details.append(row)
+    return ClaimCheck(
+        claims,
+        details,
+        usage,
+        verified=True,
+        sources=len(sources),
+        retrieved=bool(sample.contexts),
+    )
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

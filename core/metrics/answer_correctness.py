@@ -29,6 +29,7 @@ from ..judging.embedding import EmbeddingFailed
 from ..judging.engine import JudgeCall
 from ..prompts.answer_analyze import ANSWER_ANALYZE
 from ..prompts.answer_correctness import ANSWER_CORRECTNESS_CLASSIFY, ClaimClassification
+from ..prompts.history import asked
 from ..results.evaluation import FailureKind, Score, Usage
 from ..sample import Sample
 from ._shared import (
@@ -70,7 +71,7 @@ class AnswerCorrectness(Metric):
             return []
         classify = planned(
             ANSWER_CORRECTNESS_CLASSIFY,
-            question=sample.question,
+            question=asked(sample),
             claims=estimated_claims(sample.answer or ""),
             reference=sample.reference,
         )
@@ -94,7 +95,7 @@ class AnswerCorrectness(Metric):
             )
         call: JudgeCall[ClaimClassification] = await ctx.ask(
             ANSWER_CORRECTNESS_CLASSIFY,
-            question=sample.question,
+            question=asked(sample),
             claims=claims,
             reference=sample.reference or "",
         )

@@ -15,12 +15,19 @@ Faithfulness also runs), and all n + 1 texts are embedded in one batch. The prom
 questions; when a judge returns another non-zero number the mean is over what it returned
 (recorded in ``details``); zero questions from a committal answer does not fit the request,
 so the engine repairs or retries it like an unparseable reply (``parse_error`` if that fails).
+
+On a conversation's turn the judge reads the question with the conversation so far
+(`ragbridge.core.prompts.history.asked`), and q is the question with the user turns just before
+it (`ragbridge.core.prompts.history.user_side`): a follow-up such as "and its height?" names
+nothing the generated questions could be compared with. A sample without history is scored as
+before.
 """
 
 from __future__ import annotations
 
 from ..judging.embedding import EmbeddingFailed
 from ..prompts.answer_analyze import ANSWER_ANALYZE
+from ..prompts.history import user_side
 from ..results.evaluation import FailureKind, Score
 from ..sample import Sample
 from ._shared import analyze_answer, cosine, has_inputs, plan_analyze, versions
@@ -67,7 +74,7 @@ class AnswerRelevance(Metric):
         # (the template's check), so a reply that reaches here has some.
         assert ctx.embedder is not None  # guaranteed by needs_embedder
         try:
-            vectors = await ctx.embedder.embed([sample.question, *questions])
+            vectors = await ctx.embedder.embed([user_side(sample), *questions])
         except EmbeddingFailed as exc:  # typed (timeout, rate_limited, ...); keep the usage
             return Score(failure=exc.failure, usage=usage)
         except Exception as exc:  # keep the judge usage on the Score

@@ -20,6 +20,10 @@ also has ContextRecall and usefulness is judged against the reference, both metr
 one shared ``context.assess`` call. When the run also has a context-relevance measure, one
 call judges each context's relevance to the question and its usefulness (and, with recall too,
 attributes the reference's statements): `ragbridge.core.metrics._context_share`.
+
+On a conversation's turn the judge reads the question with the conversation so far
+(`ragbridge.core.prompts.history.asked`); a turn that retrieved nothing is skipped with that
+reason, on every provider and without a call (`missed_retrieval` asks whether it should have).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from ..prompts.context_precision import (
     ContextUsefulnessVerdicts,
 )
 from ..prompts.context_relevance import ContextJudgement
+from ..prompts.history import asked
 from ..results.evaluation import Failure, FailureKind, Score
 from ..sample import Sample
 from ._context_share import (
@@ -60,6 +65,7 @@ from ._shared import (
 )
 from .base import Metric, MetricContext, PlannedCall, declare, usage_of
 from .providers.offline.matching import DEFAULT_RELEVANCE, OfflineSettings
+from .turn_sources import no_retrieval_skip, turn_without_retrieval
 
 __all__ = ["ContextPrecision", "average_precision"]
 
@@ -109,7 +115,12 @@ class ContextPrecision(Metric):
         mode = mode_of(self.use_reference)
         return joint_call(sample, tags, mode) if precision_paired(tags, mode) else None
 
+    def _edge(self, sample: Sample) -> Score | None:
+        return no_retrieval_skip(sample)
+
     def missing_input(self, sample: Sample, ctx: MetricContext) -> Failure | None:
+        if turn_without_retrieval(sample):
+            return None  # skipped by `_edge`, whatever else it lacks
         failure = super().missing_input(sample, ctx)
         if failure is not None or not self.own_provider or self._target(sample) is not None:
             return failure
@@ -129,7 +140,7 @@ class ContextPrecision(Metric):
             return [plan_joint(sample, joint)]
         if name == "reference" and ASSESS_TAG in shared_tags:
             return [plan_assess(sample, assess_template(shared_tags))]
-        values = {"question": sample.question, name: text}
+        values = {"question": asked(sample), name: text}
         return [planned(template, contexts=[c.text for c in sample.contexts], **values)]
 
     async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
@@ -163,7 +174,7 @@ class ContextPrecision(Metric):
                 return Score(failure=assessed.failure, **stamp)
             verdicts = assessed.value.contexts
         else:
-            values: dict[str, Any] = {"question": sample.question, name: text}
+            values: dict[str, Any] = {"question": asked(sample), name: text}
             call: JudgeCall[ContextUsefulnessVerdicts] = await ctx.ask(
                 template, contexts=[c.text for c in sample.contexts], **values
             )
@@ -210,5 +221,9 @@ declare(
     how="one call judges every context useful or not for the reference (else the answer)",
     needs=("judge",),
     judge_calls="1 (shared with context_recall)",
-    edges={"no reference": "judged against the answer", "no useful context": "0.0"},
+    edges={
+        "no reference": "judged against the answer",
+        "no useful context": "0.0",
+        "turn without retrieval": "skipped with the reason",
+    },
 )

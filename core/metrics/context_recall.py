@@ -11,6 +11,9 @@ contexts (and shared with ContextPrecision through ``context.assess`` when a run
 Edge policy: a missing reference is ``missing_input``; no contexts scores 0.0 without a
 call (nothing retrieved can contain anything); a reference the judge splits into zero statements
 is ``Failure(no_claims)`` — there is nothing to recall, and 0 or 1 would both be invented.
+A conversation's turn is judged with the conversation so far
+(`ragbridge.core.prompts.history.asked`), and one that retrieved nothing is skipped with that
+reason rather than scored 0 (a chat turn may need no documents; `missed_retrieval` asks).
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from ..prompts.context_recall import (
     StatementAttribution,
     StatementAttributions,
 )
-from ..results.evaluation import FailureKind, Score
+from ..prompts.history import asked
+from ..results.evaluation import Failure, FailureKind, Score
 from ..sample import Sample
 from ._context_share import assess_template
 from ._shared import (
@@ -37,6 +41,7 @@ from ._shared import (
 )
 from .base import Metric, MetricContext, PlannedCall, declare, usage_of
 from .providers.offline.matching import DEFAULT_SIMILARITY, OfflineSettings
+from .turn_sources import no_retrieval_skip, turn_without_retrieval
 
 __all__ = ["ContextRecall"]
 
@@ -67,15 +72,22 @@ class ContextRecall(Metric):
         return [
             planned(
                 CONTEXT_RECALL_ATTRIBUTE,
-                question=sample.question,
+                question=asked(sample),
                 reference=sample.reference,
                 contexts=[c.text for c in sample.contexts],
             )
         ]
 
+    def missing_input(self, sample: Sample, ctx: MetricContext) -> Failure | None:
+        if turn_without_retrieval(sample):
+            return None  # skipped by `_edge`, whatever else it lacks
+        return super().missing_input(sample, ctx)
+
     def _edge(self, sample: Sample) -> Score | None:
         if sample.contexts:
             return None
+        if turn_without_retrieval(sample):
+            return no_retrieval_skip(sample)
         return Score(
             value=0.0,
             reason="no contexts were retrieved, so nothing of the reference is recalled",
@@ -100,7 +112,7 @@ class ContextRecall(Metric):
         else:
             call: JudgeCall[StatementAttributions] = await ctx.ask(
                 template,
-                question=sample.question,
+                question=asked(sample),
                 reference=sample.reference or "",
                 contexts=texts,
             )
@@ -145,5 +157,9 @@ declare(
     how="one call splits the reference into statements and attributes each to a context",
     needs=("judge", "reference"),
     judge_calls="1 (shared with context_precision)",
-    edges={"no contexts": "0.0", "no statements": "failure no_claims"},
+    edges={
+        "no contexts": "0.0",
+        "no statements": "failure no_claims",
+        "turn without retrieval": "skipped with the reason",
+    },
 )

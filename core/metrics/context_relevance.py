@@ -32,7 +32,10 @@ One call per sample judges every context (``context_relevance.judge``), shared b
 when both run; with ContextPrecision in the run the same call also judges usefulness, and with
 ContextRecall too it also attributes the reference (`ragbridge.core.metrics._context_share`).
 Edge policy: no contexts is ``missing_input`` (nothing was retrieved to judge; whether that is
-a retrieval failure is the ranking measures' question), and so is an empty question.
+a retrieval failure is the ranking measures' question), and so is an empty question. On a
+conversation's turn the judge reads the question with the conversation so far
+(`ragbridge.core.prompts.history.asked`), and a turn that retrieved nothing is skipped with that
+reason (`missed_retrieval` asks whether it needed documents).
 """
 
 from __future__ import annotations
@@ -53,7 +56,8 @@ from ..prompts.context_relevance import (
     ContextRelevanceVerdict,
     ContextRelevanceVerdicts,
 )
-from ..results.evaluation import Score
+from ..prompts.history import asked
+from ..results.evaluation import Failure, Score
 from ..sample import Sample
 from ._context_share import (
     ask_joint,
@@ -68,6 +72,7 @@ from ._shared import assess_contexts, has_inputs, planned, versions
 from .base import Metric, MetricContext, PlannedCall, declare, usage_of
 from .providers.offline.matching import OfflineSettings
 from .providers.offline.relevance import DEFAULT_CONTEXT_RELEVANCE
+from .turn_sources import no_retrieval_skip, turn_without_retrieval
 
 __all__ = ["ContextRelevance", "ContextRelevanceRanked"]
 
@@ -103,6 +108,14 @@ class ContextRelevance(Metric):
     def _share_tags(self) -> frozenset[str]:
         return relevance_share_tags(self.name)
 
+    def _edge(self, sample: Sample) -> Score | None:
+        return no_retrieval_skip(sample)
+
+    def missing_input(self, sample: Sample, ctx: MetricContext) -> Failure | None:
+        if turn_without_retrieval(sample):
+            return None  # skipped by `_edge`, whatever else it lacks
+        return super().missing_input(sample, ctx)
+
     def _plan(self, sample: Sample, shared_tags: frozenset[str]) -> list[PlannedCall]:
         if not has_inputs(sample, self.requires):
             return []
@@ -112,7 +125,7 @@ class ContextRelevance(Metric):
             return [plan_joint(sample, joint)]
         contexts = [c.text for c in sample.contexts]
         key = relevance_key(sample)
-        return [planned(CONTEXT_RELEVANCE, key, question=sample.question, contexts=contexts)]
+        return [planned(CONTEXT_RELEVANCE, key, question=asked(sample), contexts=contexts)]
 
     async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
         tags = ctx.shared_tags
@@ -126,7 +139,7 @@ class ContextRelevance(Metric):
             contexts = [c.text for c in sample.contexts]
             call, owner = await ctx.shared(
                 relevance_key(sample),
-                lambda: ctx.ask(template, question=sample.question, contexts=contexts),
+                lambda: ctx.ask(template, question=asked(sample), contexts=contexts),
             )
         elif joint.assess:
             template = joint.template
@@ -163,6 +176,7 @@ class ContextRelevanceRanked(ContextRelevance):
 
 _EDGES = {
     "no contexts": "missing_input",
+    "turn without retrieval": "skipped with the reason",
     "empty question": "missing_input",
     "no relevant context": "0.0",
 }

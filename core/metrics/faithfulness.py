@@ -24,6 +24,14 @@ Edge policy, chosen so no case is silently scored:
   `ragbridge.core.text.words.abstention`) → skipped with that reason, on every provider and without
   a call: a refusal asserts nothing, so scoring it as an unsupported claim (0, hallucination 1)
   would punish the right behaviour. The ``no_answer`` measure counts such answers as declined.
+
+On a conversation's turn (``sample.history`` not None) the judge reads the question with the
+conversation so far (`ragbridge.core.prompts.history.asked`), and with ``support="conversation"``
+(the default) a claim the conversation itself supports — what the user said in an earlier turn,
+a context an earlier turn retrieved — counts as supported, its details naming the turn
+(`ragbridge.core.metrics.turn_sources`); a turn that retrieved nothing is checked against those
+sources instead of scoring 0. ``support="turn"`` counts the turn's own contexts only. Still the
+same two calls.
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ from ._shared import (
 from .base import Metric, MetricContext, PlannedCall, declare
 from .providers.nli import DEFAULT_ENTAILMENT
 from .providers.offline.matching import DEFAULT_COVERAGE, DEFAULT_SIMILARITY, OfflineSettings
+from .turn_sources import checked_support, sources_for
 
 __all__ = ["Faithfulness", "Hallucination"]
 
@@ -55,6 +64,10 @@ class _ClaimMetric(Metric):
     `ragbridge.core.metrics.providers.offline` (``similarity`` threshold); ``"nli"`` an
     entailment model (``entailment`` threshold; see `ragbridge.core.metrics.providers.nli`); any
     other provider registered for the measure (`ragbridge metrics` lists them).
+
+    ``support``: ``"conversation"`` (default) also counts the conversation's own sources on a
+    conversation's turn; ``"turn"`` only the turn's contexts (see the module doc). The judge
+    and the offline provider honour it; the nli provider reads the turn's contexts only.
     """
 
     requires = ("answer",)
@@ -67,8 +80,10 @@ class _ClaimMetric(Metric):
         similarity: float = DEFAULT_SIMILARITY,
         entailment: float = DEFAULT_ENTAILMENT,
         coverage: float = DEFAULT_COVERAGE,
+        support: str = "conversation",
     ) -> None:
         self._use_provider(provider)
+        self.support = checked_support(support)
         for arg, value in (
             ("similarity", similarity),
             ("entailment", entailment),
@@ -80,14 +95,16 @@ class _ClaimMetric(Metric):
         self.entailment = float(entailment)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(provider={self.provider!r})"
+        support = "" if self.support == "conversation" else f", support={self.support!r}"
+        return f"{type(self).__name__}(provider={self.provider!r}{support})"
 
     def _plan(self, sample: Sample, shared_tags: frozenset[str]) -> list[PlannedCall]:
         if not has_inputs(sample, self.requires):
             return []
         calls = [plan_analyze(sample)]
-        if sample.contexts:
-            calls.append(plan_verify(sample))
+        sources = sources_for(sample, self.support)
+        if sample.contexts or sources:
+            calls.append(plan_verify(sample, sources))
         return calls
 
     def _edge(self, sample: Sample) -> Score | None:
@@ -95,7 +112,7 @@ class _ClaimMetric(Metric):
         return None if declined is None else Score.skip(abstention_reason(declined))
 
     async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
-        check = await check_claims(sample, ctx)
+        check = await check_claims(sample, ctx, sources_for(sample, self.support))
         if check.failure is not None:
             return check.failed()
         return self._from_verdicts(check)
@@ -138,7 +155,7 @@ class Faithfulness(_ClaimMetric):
             reason = f"no contexts were retrieved, so none of the {total} claims is supported"
         else:
             reason = (
-                f"{supported} of {total} claims supported by the contexts "
+                f"{supported} of {total} claims supported by {check.against} "
                 f"({check.count('contradicted')} contradicted, "
                 f"{check.count('unsupported')} unsupported)"
             )
@@ -165,7 +182,7 @@ class Hallucination(_ClaimMetric):
             reason = f"no contexts were retrieved, so all {total} claims are unsupported"
         else:
             reason = (
-                f"{bad} of {total} claims not backed by the contexts "
+                f"{bad} of {total} claims not backed by {check.against} "
                 f"({check.count('contradicted')} contradicted, "
                 f"{check.count('unsupported')} unsupported)"
             )
@@ -183,7 +200,11 @@ declare(
     how="the judge splits the answer into claims, then verifies them against the contexts",
     needs=("judge",),
     judge_calls="2, shared",
-    edges={**_CLAIM_EDGES, "no contexts": "0.0 (every claim unsupported)"},
+    edges={
+        **_CLAIM_EDGES,
+        "no contexts": "0.0 (every claim unsupported)",
+        "turn without retrieval": "claims checked against the conversation (support=turn: 0.0)",
+    },
 )
 declare(
     Hallucination,
@@ -191,5 +212,9 @@ declare(
     how="the same claims and verdicts as faithfulness, counted the other way",
     needs=("judge",),
     judge_calls="2, shared",
-    edges={**_CLAIM_EDGES, "no contexts": "1.0 (every claim unsupported)"},
+    edges={
+        **_CLAIM_EDGES,
+        "no contexts": "1.0 (every claim unsupported)",
+        "turn without retrieval": "claims checked against the conversation (support=turn: 1.0)",
+    },
 )

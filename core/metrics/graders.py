@@ -27,6 +27,7 @@ from ..prompts.graders import (
     GRADER_HELPFULNESS,
     GraderVerdict,
 )
+from ..prompts.history import asked
 from ..results.evaluation import Score
 from ..sample import Sample
 from ._shared import has_inputs, planned, versions
@@ -45,6 +46,8 @@ class _Grader(Metric):
         for name in self.template.variables:
             if name == "contexts":
                 values[name] = [c.text for c in sample.contexts]
+            elif name == "question":
+                values[name] = asked(sample)  # a turn's question with the conversation so far
             else:
                 values[name] = getattr(sample, name) or ""
         return values

@@ -33,6 +33,8 @@ _MODULES: tuple[str, ...] = (
     "context_assess",
     "context_relevance",
     "criteria",
+    "missed_retrieval",
+    "conversation",
 )
 
 _REGISTRY: dict[str, PromptTemplate] = {}

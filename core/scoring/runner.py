@@ -69,6 +69,9 @@ _NOTHING = Usage()
 OnResult = Callable[[str, str, Score], Any]
 """Called as ``on_result(sample_id, metric, score)`` for each cell, in input order."""
 
+Applies = Callable[[Sample, Metric], bool]
+"""Called as ``applies(record, metric)``: whether ``metric`` scores ``record`` in this run."""
+
 
 class RunOptions(SettingsOptions, total=False):
     """`evaluate`'s keywords besides ``settings``: the `Settings` fields and how the run reports
@@ -80,6 +83,10 @@ class RunOptions(SettingsOptions, total=False):
     keep: bool
     generator_model: str | None
     """The model that wrote the answers whose metadata names none (self-preference check)."""
+    applies: Applies | None
+    """Which of the run's metrics score a record (None: all of them); a cell of a metric that
+    does not is absent. How one run scores turns and whole conversations with different
+    metrics (`ragbridge.core.multiturn.run`)."""
 
 
 def resolve_metrics(metrics: Iterable[Metric | str]) -> list[Metric]:
@@ -146,6 +153,7 @@ async def aevaluate(
     window = options.pop("window", None)
     on_result = options.pop("on_result", None)
     keep = options.pop("keep", True)
+    applies = options.pop("applies", None)
     generator = options.pop("generator_model", None)
     config = Settings.of(settings, options)
     resolved = resolve_metrics(metrics)
@@ -162,19 +170,20 @@ async def aevaluate(
     if engine is not None and engine.model and any(m.needs_judge for m in resolved):
         own = SelfPreference(engine.model, generator)
 
-    async def one(sample: Sample) -> tuple[Sample, list[Score]]:
+    async def one(sample: Sample) -> tuple[Sample, list[Metric], list[Score]]:
         ctx = MetricContext(judge=engine, embedder=embed_engine, nli=config.nli, shared_tags=tags)
-        return sample, await score_record(sample, resolved, ctx, reuse)
+        chosen = resolved if applies is None else [m for m in resolved if applies(sample, m)]
+        return sample, chosen, await score_record(sample, chosen, ctx, reuse)
 
     done = 0
     seen: set[str] = set()
     spent = Usage()
     ids = IdCheck()
     try:
-        async for sample, scores in _ordered(
+        async for sample, chosen, scores in _ordered(
             map(one, _unique(samples, seen)), limit, stop=engines.stopped
         ):
-            for metric, score in zip(resolved, scores, strict=True):
+            for metric, score in zip(chosen, scores, strict=True):
                 if keep:
                     evaluation.add(sample.id, metric.name, score)
                 if on_result is not None:
@@ -503,13 +512,16 @@ class Estimate:
         return self.calls / self.samples if self.samples else 0.0
 
 
-def estimate(samples: Iterable[Sample], metrics: Iterable[Metric | str]) -> Estimate:
+def estimate(
+    samples: Iterable[Sample], metrics: Iterable[Metric | str], *, applies: Applies | None = None
+) -> Estimate:
     """Dry run: judge calls and approximate prompt tokens the metrics would spend.
 
     Shared calls (an answer's claims, their verification) are counted once per sample, as they
     are made once; a call made once per run (a criterion's evaluation steps) once per estimate.
     Planning changes no metric, so an estimate repeated gives the same figures. Cache hits are
-    not predicted: this is the cost of a cold run.
+    not predicted: this is the cost of a cold run. ``applies`` chooses the metrics of each
+    sample as `RunOptions.applies` does for a run.
     """
     resolved = resolve_metrics(metrics)
     tags = shared_tags(resolved)
@@ -519,6 +531,8 @@ def estimate(samples: Iterable[Sample], metrics: Iterable[Metric | str]) -> Esti
         out.samples += 1
         shared: set[Any] = set()
         for metric in resolved:
+            if applies is not None and not applies(sample, metric):
+                continue
             for call in metric.plan(sample, tags):
                 if call.share_key is not None:
                     seen = once if call.per_run else shared

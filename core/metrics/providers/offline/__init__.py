@@ -36,6 +36,7 @@ from .matching import (
     match_sentences,
     shortlist,
 )
+from .missed_retrieval import score_missed_retrieval
 from .relevance import DEFAULT_CONTEXT_RELEVANCE, score_context_relevance
 
 __all__ = [
@@ -54,5 +55,6 @@ __all__ = [
     "score_context_relevance",
     "score_faithfulness",
     "score_hallucination",
+    "score_missed_retrieval",
     "shortlist",
 ]

@@ -28,6 +28,7 @@ from ....results.evaluation import FailureKind, Score
 from ....sample import Sample
 from ....text.words import terms
 from ...base import Metric, MetricContext
+from ...turn_sources import extend_contexts, name_sources
 from .matching import OfflineSettings, TermIndex, claims_of, match_sentences
 
 __all__ = [
@@ -124,6 +125,7 @@ async def _claims(
         said = "only announces what follows" if preambles else "has no sentence"
         return Score.fail(FailureKind.NO_CLAIMS, f"the answer {said}: nothing to check")
     contexts = [c.text for c in sample.contexts]
+    sources = extend_contexts(metric, sample, contexts)  # a turn: the conversation's sources
     short = len(claims) <= 2 and len((sample.answer or "").split()) <= SHORT_WORDS
     index = TermIndex(contexts)
     checks = await match_sentences(
@@ -136,6 +138,7 @@ async def _claims(
         index=index,
     )
     rows: list[dict[str, Any]] = [c.detail() for c in checks]
+    name_sources(rows, len(sample.contexts), sources)
     if short and contexts:
         support: list[float] = []
         for claim, row in zip(claims, rows, strict=True):
