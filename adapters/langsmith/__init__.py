@@ -7,6 +7,10 @@
   (`ragbridge.adapters.langsmith.tracing`); where they find each field of a sample in a run is
   `ragbridge.adapters.langsmith.fields`. A team's own criteria (`criteria_evaluators`) and
   openevals' ``create_llm_as_judge`` counterpart are in `ragbridge.adapters.langsmith.criteria`.
+* **Threads** (`ragbridge.adapters.langsmith.threads`): the traces of one conversation, as
+  LangSmith's threads view groups them, read into a `Conversation` turn by turn; scored back
+  by `ThreadEvaluator` (`ragbridge.adapters.langsmith.thread_evaluators`) as per-turn and
+  per-thread feedback, or as an openevals trajectory evaluator.
 * **Both sides** read traces with `ragbridge.adapters.langsmith.reading` (run fields, retriever
   runs, retrieved documents as contexts).
 
@@ -44,11 +48,22 @@ from .runs import (
     samples_from_project,
     samples_from_runs,
 )
+from .thread_evaluators import ThreadEvaluator, thread_evaluator
+from .threads import (
+    THREAD_KEYS,
+    ThreadRead,
+    UnthreadedRunsWarning,
+    conversations_from_runs,
+    read_thread_runs,
+    read_threads,
+    thread_key,
+)
 
 __all__ = [
     "INSTALL_HINT",
     "KEY_PRESETS",
     "LANGSMITH_TUTORIAL_KEYS",
+    "THREAD_KEYS",
     "FieldSpec",
     "IdKey",
     "LLMJudge",
@@ -56,7 +71,11 @@ __all__ = [
     "RagbridgeEvaluators",
     "RagbridgeRunEvaluator",
     "RagbridgeSummaryEvaluator",
+    "ThreadEvaluator",
+    "ThreadRead",
+    "UnthreadedRunsWarning",
     "build_run_trees",
+    "conversations_from_runs",
     "create_async_llm_as_judge",
     "create_llm_as_judge",
     "criteria_evaluators",
@@ -65,10 +84,14 @@ __all__ = [
     "example_records",
     "load_runs",
     "offline_client",
+    "read_thread_runs",
+    "read_threads",
     "sample_from_run",
     "samples_from_project",
     "samples_from_runs",
     "save_examples",
     "summary_evaluators",
+    "thread_evaluator",
+    "thread_key",
     "to_examples",
 ]
