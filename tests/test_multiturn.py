@@ -353,3 +353,20 @@ def test_colliding_row_ids_and_a_measure_at_both_levels_are_refused() -> None:
         evaluate_conversations([a], ["faithfulness"], ["faithfulness"], judge=CountingJudge())
     with pytest.raises(TypeError, match="applies"):
         evaluate_conversations([a], applies=lambda s, m: True, judge=CountingJudge())
+
+
+def test_a_scorer_keeps_two_conversations_with_different_expected_outcomes_apart() -> None:
+    """The sink-side scorer keys a record by what its metrics read: a conversation's record
+    carries its expected outcome in metadata, which completeness reads."""
+    from ragbridge.core.multiturn import conversation_record
+    from ragbridge.core.scoring.scorer import fingerprint
+
+    base = Conversation(
+        id="c",
+        turns=[Turn(role="user", content="Book a table."), Turn(role="assistant", content="Done.")],
+    )
+    one = conversation_record(base.model_copy(update={"expected_outcome": "a table is booked"}))
+    two = conversation_record(base.model_copy(update={"expected_outcome": "a taxi is booked"}))
+    assert fingerprint(one) != fingerprint(two)
+    plain = one.model_copy(update={"history": None, "metadata": {"x": 1}})
+    assert fingerprint(plain) == fingerprint(plain.model_copy(update={"metadata": {}}))

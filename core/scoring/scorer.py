@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import hashlib
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Mapping
@@ -245,9 +246,17 @@ def _cancelled(future: concurrent.futures.Future[Score]) -> bool:
 def fingerprint(sample: Sample) -> str:
     """What a record is when a sink gives no key: everything a metric reads (the id and the
     metadata do not change a score). A sample that is no conversation's turn leaves out its
-    ``history`` (None), so fingerprints from before samples had one stay valid."""
-    left_out = {"id", "metadata"} if sample.history is not None else {"id", "metadata", "history"}
-    text = sample.model_dump_json(exclude=left_out)
+    ``history`` (None), so fingerprints from before samples had one stay valid; a conversation's
+    record keeps ``metadata["conversation"]``, which conversation measures read (its expected
+    outcome, where its answer sits), so two conversations with the same turns and different
+    expected outcomes are two records."""
+    if sample.history is None:
+        text = sample.model_dump_json(exclude={"id", "metadata", "history"})
+    else:
+        where = sample.metadata.get("conversation")
+        text = sample.model_dump_json(exclude={"id", "metadata"}) + json.dumps(
+            where, sort_keys=True, default=repr
+        )
     return hashlib.sha256(text.encode()).hexdigest()
 
 
