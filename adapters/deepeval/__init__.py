@@ -15,6 +15,13 @@ metrics (`metrics`, `dropins`), judges across the border (`models`), DeepEval as
   `HallucinationMetric` — DeepEval's class names, arguments, columns, required fields and
   directions, so that changing the import is the whole migration; `GEval`
   (`ragbridge.adapters.deepeval.criteria`) the same for a team's own criterion.
+* **Conversations** (`ragbridge.adapters.deepeval.conversations`): `Conversation`s to and from
+  ``ConversationalTestCase`` (`to_conversational_test_case`, `from_conversational_test_case`),
+  exactly; and (`ragbridge.adapters.deepeval.conversation_metrics`) the drop-ins
+  `TurnFaithfulnessMetric`, `TurnRelevancyMetric`, `TurnContextualPrecisionMetric`,
+  `TurnContextualRecallMetric`, `TurnContextualRelevancyMetric`, `KnowledgeRetentionMetric`,
+  `ConversationCompletenessMetric`: DeepEval's names and arguments, each turn scored as a
+  sample and averaged, the conversation measures in one judge call.
 * **Models** (`ragbridge.adapters.deepeval.models`): `DeepEvalJudge` runs DeepEval's own metrics
   on a ragbridge judge (retries, cache, usage); `judge_of_model` reads DeepEval's ``model=``.
 * **Provider** (`ragbridge.adapters.deepeval.provider`): ``"faithfulness:deepeval"`` and the
@@ -37,6 +44,22 @@ INSTALL_HINT = install_hint("deepeval")
 """What to run when the ``deepeval`` extra is missing."""
 
 if TYPE_CHECKING:
+    from .conversation_metrics import (
+        ConversationCompletenessMetric,
+        DeepEvalConversationalMetric,
+        KnowledgeRetentionMetric,
+        TurnContextualPrecisionMetric,
+        TurnContextualRecallMetric,
+        TurnContextualRelevancyMetric,
+        TurnFaithfulnessMetric,
+        TurnRelevancyMetric,
+    )
+    from .conversations import (
+        from_conversational_test_case,
+        from_conversational_test_cases,
+        to_conversational_test_case,
+        to_conversational_test_cases,
+    )
     from .criteria import GEval
     from .dropins import (
         AnswerRelevancyMetric,
@@ -80,6 +103,18 @@ _EXPORTS: dict[str, str] = {
     "FaithfulnessMetric": "dropins",
     "HallucinationMetric": "dropins",
     "DeepEvalJudge": "models",
+    "from_conversational_test_case": "conversations",
+    "from_conversational_test_cases": "conversations",
+    "to_conversational_test_case": "conversations",
+    "to_conversational_test_cases": "conversations",
+    "ConversationCompletenessMetric": "conversation_metrics",
+    "DeepEvalConversationalMetric": "conversation_metrics",
+    "KnowledgeRetentionMetric": "conversation_metrics",
+    "TurnContextualPrecisionMetric": "conversation_metrics",
+    "TurnContextualRecallMetric": "conversation_metrics",
+    "TurnContextualRelevancyMetric": "conversation_metrics",
+    "TurnFaithfulnessMetric": "conversation_metrics",
+    "TurnRelevancyMetric": "conversation_metrics",
     "JudgeCallFailed": "models",
     "judge_of_model": "models",
 }
@@ -90,20 +125,32 @@ __all__ = [
     "AnswerRelevancyMetric",
     "ContextualPrecisionMetric",
     "ContextualRecallMetric",
+    "ConversationCompletenessMetric",
+    "DeepEvalConversationalMetric",
     "DeepEvalJudge",
     "DeepEvalNamedMetric",
     "FaithfulnessMetric",
     "GEval",
     "HallucinationMetric",
     "JudgeCallFailed",
+    "KnowledgeRetentionMetric",
     "RagbridgeMetric",
+    "TurnContextualPrecisionMetric",
+    "TurnContextualRecallMetric",
+    "TurnContextualRelevancyMetric",
+    "TurnFaithfulnessMetric",
+    "TurnRelevancyMetric",
     "as_deepeval_metric",
+    "from_conversational_test_case",
+    "from_conversational_test_cases",
     "from_dataset",
     "from_golden",
     "from_test_case",
     "judge_of_model",
     "load_test_cases",
     "save_test_cases",
+    "to_conversational_test_case",
+    "to_conversational_test_cases",
     "to_dataset",
     "to_golden",
     "to_test_case",

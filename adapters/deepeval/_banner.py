@@ -40,11 +40,18 @@ def _progress_label(metric: Any, async_mode: bool | None = None) -> str:
     )
 
 
+_OURS: list[type] = []
+"""Every class `silence_banner` was called for (the wrapper reads it at call time)."""
+
+
 def silence_banner(ours: type) -> None:
     """Wrap DeepEval's ``format_metric_description`` so instances of ``ours`` print no banner.
 
-    Idempotent: a function already wrapped (``__ragbridge_wraps__``) is left as it is.
+    Idempotent: a function already wrapped (``__ragbridge_wraps__``) is left as it is; a class
+    given later (the conversational drop-ins) joins the classes it silences.
     """
+    if ours not in _OURS:
+        _OURS.append(ours)
     for module_name, own in (
         ("deepeval.evaluate.evaluate", _no_banner),
         ("deepeval.metrics.indicator", _progress_label),
@@ -61,7 +68,7 @@ def silence_banner(ours: type) -> None:
             _deepeval: Any = original,
             _own: Any = own,
         ) -> Any:
-            if isinstance(metric, ours):
+            if isinstance(metric, tuple(_OURS)):
                 return _own(metric, async_mode)
             return _deepeval(metric, async_mode)
 

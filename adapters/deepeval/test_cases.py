@@ -131,7 +131,12 @@ def from_test_case(
     ``RetrievedContextData`` passages, ``context`` standing in, and the id of a hand-built case.
     """
     if not isinstance(test_case, (LLMTestCase, Golden)):
-        raise TypeError(f"expected an LLMTestCase or Golden, got {type(test_case).__name__}")
+        hint = (
+            "; a conversation reads with from_conversational_test_case"
+            if type(test_case).__name__.startswith("Conversational")
+            else ""
+        )
+        raise TypeError(f"expected an LLMTestCase or Golden, got {type(test_case).__name__}{hint}")
     check_contexts_from(contexts_from)
     label = _label(test_case, where)
     metadata, extras = _split_metadata(test_case, label)
@@ -288,8 +293,9 @@ def from_dataset(dataset: EvaluationDataset) -> list[Sample]:
     for where, record in records:
         if not isinstance(record, (LLMTestCase, Golden)):
             raise ValueError(
-                f"dataset {where}: {type(record).__name__} is multi-turn; "
-                "ragbridge converts single-turn records only"
+                f"dataset {where}: {type(record).__name__} is multi-turn, not a sample; "
+                "read conversational test cases with from_conversational_test_case "
+                "(ragbridge.adapters.deepeval.conversations)"
             )
         sample = from_test_case(record, where=f"dataset {where}")
         if sample.id in seen:
