@@ -165,6 +165,36 @@ def test_the_reports_own_script_runs_under_its_content_security_policy(tmp_path:
     assert _console_lines(stderr, page) == []
 
 
+def test_the_conversations_section_keeps_hostile_ids_and_reasons_as_text(tmp_path: Path) -> None:
+    # The roll-up table shows conversation ids, metric names and a failing turn's reason (a
+    # title attribute): user text the rest of the report does not show in those places.
+    from ragbridge.core.conversation import Conversation
+    from ragbridge.core.multiturn import LEVELS_KEY
+
+    metric = HOSTILE[1]
+    conversations = [
+        Conversation(
+            id=text,
+            turns=[
+                Turn(role="user", content=HOSTILE[0]),
+                Turn(role="assistant", content=HOSTILE[3], contexts=[Context(text=HOSTILE[2])]),
+            ],
+        )
+        for text in (HOSTILE[0], HOSTILE[2])
+    ]
+    ev = Evaluation(metadata={LEVELS_KEY: {metric: "turn", "recall@5": "conversation"}})
+    for c in conversations:
+        ev.add(f"{c.id}#1", metric, Score.fail("parse_error", PLANTED))
+        ev.add(c.id, "recall@5", Score(value=0.5))
+    samples = [c.turn_sample(1) for c in conversations]
+    page = write_report(tmp_path / "conversations.html", ev, samples=samples)
+    dom, stderr = _dump_dom(page, tmp_path)
+    assert '<section id="conversations">' in dom
+    assert dom.count("<tr data-conversation=") == 2
+    assert not re.search(r"data-pwned=\"\d\"", dom)
+    assert _console_lines(stderr, page) == []
+
+
 def test_the_console_check_does_catch_page_errors(tmp_path: Path) -> None:
     # A control: the check above must be able to fail.
     bad = tmp_path / "bad.html"

@@ -123,13 +123,24 @@ def _requires(name: str) -> tuple[str, ...]:
     return tuple(f for f in FIELDS if f in needs)
 
 
-def fit_default(names: Sequence[str], fields: FieldCounts) -> MetricsChoice:
+def fit_default(
+    names: Sequence[str],
+    fields: FieldCounts,
+    *,
+    record: str = "sample",
+    notes: Sequence[str] = (),
+    label: str = "default",
+) -> MetricsChoice:
     """Keep each default measure that some sample can feed; say what was left out and why.
 
     A measure is left out when no sample has one of the fields it requires; it is kept, with the
     samples lacking a field counted on the line, when some do. The line is None when every
-    measure fits every sample. Raises ValueError when nothing is left (the message names the
-    missing fields and ``--metrics``).
+    measure fits every sample and there are no ``notes``. Raises ValueError when nothing is left
+    (the message names the missing fields and ``--metrics``).
+
+    ``record`` is what ``fields`` counted, as the line names it (a conversations run counts its
+    turns); ``notes`` are more reasons in the line's parentheses (a conversation measure left
+    out for want of a judge), ``label`` the word that opens them.
     """
     absent = [f for f in FIELDS if fields.present[f] == 0]
     kept: list[str] = []
@@ -147,22 +158,23 @@ def fit_default(names: Sequence[str], fields: FieldCounts) -> MetricsChoice:
     why_dropped = [_SPOKEN[f] for f in absent if any(f in _requires(n) for n in dropped)]
     if not kept:
         raise ValueError(
-            f"no default metric fits these samples: no sample has {_or(why_dropped)}; "
+            f"no default metric fits these {record}s: no {record} has {_or(why_dropped)}; "
             "name the metrics with --metrics"
         )
-    if not dropped and not partial:
+    if not dropped and not partial and not notes:
         return MetricsChoice(kept, None)
     parts: list[str] = []
     if dropped:
-        parts.append(f"no sample has {_or(why_dropped)}: {', '.join(dropped)} left out")
+        parts.append(f"no {record} has {_or(why_dropped)}: {', '.join(dropped)} left out")
     for f, measures in partial.items():
         lacking = fields.total - fields.present[f]
         parts.append(
-            f"{lacking} of {plural(fields.total, 'sample')} {'lacks' if lacking == 1 else 'lack'} "
+            f"{lacking} of {plural(fields.total, record)} {'lacks' if lacking == 1 else 'lack'} "
             f"{_SPOKEN[f]}: "
             f"{', '.join(measures)} fail there (missing_input)"
         )
-    return MetricsChoice(kept, f"metrics: {', '.join(kept)} (default; {'; '.join(parts)})")
+    parts.extend(notes)
+    return MetricsChoice(kept, f"metrics: {', '.join(kept)} ({label}; {'; '.join(parts)})")
 
 
 def _or(items: Sequence[str]) -> str:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from ragbridge.adapters.cli import (
     cluster_command,
     console,
+    conversations_command,
     criteria_command,
     history_command,
     recording,
@@ -79,7 +80,7 @@ if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds these parser
     from ragbridge.core.results.evaluation import Evaluation, Score
     from ragbridge.core.results.tally import Tally
     from ragbridge.core.sample import Sample
-    from ragbridge.core.scoring.runner import OnResult
+    from ragbridge.core.scoring.runner import Estimate, OnResult
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -108,9 +109,15 @@ def register(sub: Any) -> None:
         "its bar (--max-failed-share), 2 bad arguments or input, 3 judge or embedder unusable "
         "(the run stopped early, or every call failed for that one reason), 130 interrupted.",
     )
-    ev.add_argument("data", metavar="DATA.jsonl", help="ragbridge samples, one JSON per line")
+    ev.add_argument(
+        "data",
+        metavar="DATA.jsonl",
+        help="ragbridge samples, one JSON per line; or conversations (lines with 'turns'), "
+        "scored turn by turn and as whole conversations",
+    )
     _outputs(ev)
     add_scoring_options(ev)
+    conversations_command.add_conversation_options(ev)
     add_generator_option(ev)
     criteria_command.add_criteria_option(ev)
     ev.set_defaults(metrics=DefaultMetrics(DEFAULT_METRICS))  # fitted to the file's fields
@@ -125,15 +132,22 @@ def register(sub: Any) -> None:
         "Import PIPELINE (MODULE:OBJECT; a LangChain runnable or a LlamaIndex "
         "query engine, or a no-argument function returning one), run it on every question of "
         "DATA.jsonl while capturing what it retrieves, and score the result. DATA.jsonl is "
-        "checked before the pipeline is imported.",
+        "checked before the pipeline is imported. A conversations file is a script: its user "
+        "turns are replayed through a chat pipeline (a LlamaIndex chat engine, a LangChain "
+        "RunnableWithMessageHistory or history-taking chain, a LangGraph message graph).",
     )
     run.add_argument("pipeline", metavar="PIPELINE", help="MODULE:OBJECT")
-    run.add_argument("data", metavar="DATA.jsonl", help="questions (and labels) to run")
     run.add_argument(
-        "--save-samples", metavar="PATH", help="also write the captured samples as JSONL"
+        "data", metavar="DATA.jsonl", help="questions (and labels) to run, or a script"
+    )
+    run.add_argument(
+        "--save-samples",
+        metavar="PATH",
+        help="also write the captured samples (for a script: the captured conversations) as JSONL",
     )
     _outputs(run)
     add_scoring_options(run)
+    conversations_command.add_conversation_options(run, chat=True)
     add_generator_option(run)
     criteria_command.add_criteria_option(run)
     run.set_defaults(metrics=DefaultMetrics(DEFAULT_METRICS))  # fitted to the questions' fields
@@ -174,6 +188,7 @@ def register(sub: Any) -> None:
         "with --criteria, the criteria alone)",
     )
     criteria_command.add_criteria_option(est)
+    conversations_command.add_conversation_options(est)
     add_cost_options(
         est,
         price=float,
@@ -229,24 +244,31 @@ def prepare(
     *,
     scan: Path | None = None,
     fields: FieldCounts | None = None,
+    pick: Callable[[Judge | None, CriteriaFile | None], list[str]] | None = None,
 ) -> Plan:
     """Check the outputs and build judge, metrics and embedder; nothing is sent yet.
 
     ``scan`` is a samples file to validate here (after the judge, whose model the scan looks
     for among the answers' generators), ``fields`` the field counts of samples already read:
     either fits the default metric set to the data (`default_metrics`), before the embedder is
-    chosen for the metrics that are left.
+    chosen for the metrics that are left. ``pick`` names the metrics instead, given the judge
+    and the criteria (a conversations file: `conversations_command`).
     """
     check_paths(args, inputs)
     criteria = criteria_command.criteria_of(args)  # a bad file is refused before the judge
     judge = build_judge(args.judge, args.base_url)
     generator = getattr(args, "generator_model", None)
     scanned = scan_samples(str(scan), judge, generator) if scan is not None else None
-    names = _metric_names(args, scanned.fields if scanned is not None else fields, criteria)
+    if pick is not None:
+        names = pick(judge, criteria)
+    else:
+        names = _metric_names(args, scanned.fields if scanned is not None else fields, criteria)
     metrics, note = choose_metrics(
         names, have_judge=judge is not None, have_nli=args.nli is not None
     )
-    metrics = criteria_command.bind(metrics, criteria)
+    metrics = conversations_command.with_turn_support(
+        criteria_command.bind(metrics, criteria), args
+    )
     embedder = embedder_for(args.embedder, args.base_url, metrics)
     return Plan(metrics, judge, embedder, build_nli(args.nli), note, scanned)
 
@@ -328,6 +350,8 @@ def finish(
     streamed: Tally | None = None,
     write_problems: list[str] | None = None,
     cells: RunCellWriter | None = None,
+    records: str | None = None,
+    more: Sequence[str] = (),
 ) -> int:
     """Write the files, print the summary, say why the run failed, record the run in
     ``--history``; return the exit code.
@@ -335,13 +359,15 @@ def finish(
     ``streamed`` is the tally of a run whose cells went straight to ``--out`` (already
     written); otherwise ``--out`` is written here from ``evaluation``. ``cells`` is the writer
     that streamed them into the ``--history`` store (None there: the store could not take
-    them, which ``write_problems`` says).
+    them, which ``write_problems`` says). ``records`` says what was scored when it was not
+    ``n_samples`` samples (``"3 conversations (7 turns)"``); ``more`` are lines printed after
+    the summary (a conversations run's roll-ups).
     """
     from ragbridge.core.results.tally import Tally
 
     files = _write_outputs(args, evaluation, samples, command, streamed, write_problems or [])
     tally = streamed if streamed is not None else Tally.of(evaluation)
-    head = f"{plural(n_samples, 'sample')}, {plural(len(tally.metrics), 'metric')}"
+    head = f"{records or plural(n_samples, 'sample')}, {plural(len(tally.metrics), 'metric')}"
     stats = evaluation.metadata.get("judge_stats")
     if stats:
         usage = tally.usage()
@@ -356,7 +382,7 @@ def finish(
     reused = evaluation.metadata.get("results_reused") or {}
     if reused.get("hits"):
         head += f"; {plural(reused['hits'], 'score')} reused from the cache"
-    console.say(head, *summary_lines(tally), *files.lines())
+    console.say(head, *summary_lines(tally), *more, *files.lines())
     code = report_outcome(
         evaluation, max_failed_share=args.max_failed_share, source=command, tally=tally
     )
@@ -467,6 +493,8 @@ def run_eval(args: argparse.Namespace) -> int:
     from ragbridge.core.sample import load_samples
 
     data = check_input(args.data)
+    if conversations_command.holds_conversations(data):
+        return conversations_command.run_eval(args, data)
     cluster_command.check_cluster(args)
     plan = prepare(args, [data], scan=data)
     scan = plan.scan
@@ -484,12 +512,26 @@ def run_eval(args: argparse.Namespace) -> int:
     return _stream_eval(args, plan, data, scan.count, metadata)
 
 
+Streamed = Callable[["OnResult"], "Evaluation"]
+"""How a streamed run scores: with this callback for each cell, keeping none."""
+Ended = Callable[["Evaluation", "Tally", list[str], "RunCellWriter | None"], int]
+"""How a streamed run finishes: the run, its tally, what went wrong writing, the history."""
+
+
 def _stream_eval(
-    args: argparse.Namespace, plan: Plan, data: Path, count: int, metadata: dict[str, Any]
+    args: argparse.Namespace,
+    plan: Plan,
+    data: Path,
+    count: int,
+    metadata: dict[str, Any],
+    *,
+    run: Streamed | None = None,
+    end: Ended | None = None,
 ) -> int:
     """``eval`` without ``--report``: each sample's cells go to ``--out`` (if given), to the
     ``--history`` store (if given) and to a `Tally` as it finishes; none is held, so memory
-    stays flat however long the file."""
+    stays flat however long the file. ``run`` and ``end`` score and finish other records
+    than ``data``'s samples (a conversations file), `score` and `finish_file` by default."""
     with contextlib.ExitStack() as stack:
         cells: RunCellWriter | None = None
         if args.history:
@@ -497,7 +539,7 @@ def _stream_eval(
 
             store = stack.enter_context(history_command.open_store(args.history))
             cells = stack.enter_context(RunCellWriter(store, metadata[RUN_ID_KEY]))
-        return _stream_into(args, plan, data, count, metadata, cells)
+        return _stream_into(args, plan, data, count, metadata, cells, run, end)
 
 
 def _stream_into(
@@ -507,6 +549,8 @@ def _stream_into(
     count: int,
     metadata: dict[str, Any],
     cells: RunCellWriter | None,
+    run: Streamed | None,
+    end: Ended | None,
 ) -> int:
     import sqlite3
 
@@ -548,9 +592,13 @@ def _stream_into(
 
     with writer or contextlib.nullcontext():
         try:
-            evaluation = score(
-                args, plan, load_samples(data), count, on_result=keep, metadata=metadata, data=data
-            )
+            if run is not None:
+                evaluation = run(keep)
+            else:
+                evaluation = score(
+                    args, plan, load_samples(data), count, on_result=keep, metadata=metadata,
+                    data=data,
+                )  # fmt: skip
         except KeyboardInterrupt:
             if writer is not None and out_ok():
                 writer.close({"interrupted": True})
@@ -564,6 +612,8 @@ def _stream_into(
                 writer.close(evaluation.metadata)
             except (OSError, ValueError) as exc:
                 problems.append(f"--out {args.out}: not written: {exc}")
+    if end is not None:
+        return end(evaluation, tally, problems, history[0])
     return finish_file(
         args, evaluation, data, count, streamed=tally, write_problems=problems, cells=history[0]
     )
@@ -573,6 +623,8 @@ def run_pipeline(args: argparse.Namespace) -> int:
     from ragbridge.adapters.cli.options import _made
 
     data = check_input(args.data)
+    if conversations_command.holds_conversations(data):
+        return conversations_command.run_script(args, data)
     questions = read_samples(args.data)  # before the pipeline: its import may take minutes
     produced = FieldCounts.of(questions, produced=("answer", "contexts"))
     plan = prepare(args, [data], fields=produced)
@@ -632,17 +684,31 @@ def run_langsmith(args: argparse.Namespace) -> int:
 
 
 def run_estimate(args: argparse.Namespace) -> int:
-    from ragbridge.core.judging.engine import Price
     from ragbridge.core.scoring.runner import estimate
 
+    if conversations_command.holds_conversations(check_input(args.data)):
+        return conversations_command.run_estimate(args, check_input(args.data))
     samples = read_samples(args.data)
     criteria = criteria_command.criteria_of(args)
     names = _metric_names(args, None, criteria)
     metrics, _ = choose_metrics(names, have_judge=True, have_nli=True)
-    est = estimate(samples, criteria_command.bind(metrics, criteria))
-    lines = [
+    metrics = conversations_command.with_turn_support(
+        criteria_command.bind(metrics, criteria), args
+    )
+    est = estimate(samples, metrics)
+    console.say(
         f"{plural(est.samples, 'sample')}, metrics: {', '.join(m.name for m in metrics)}",
         f"judge calls: {est.calls} ({est.calls_per_sample:.1f} per sample)",
+        *estimate_lines(args, est),
+    )
+    return EXIT_OK
+
+
+def estimate_lines(args: argparse.Namespace, est: Estimate) -> list[str]:
+    """An estimate's prompt tokens, calls per template and, with ``--price-in/out``, cost."""
+    from ragbridge.core.judging.engine import Price
+
+    lines = [
         f"prompt tokens: ~{est.prompt_tokens:,}",
         *(
             f"  {template}: {plural(calls, 'call')}"
@@ -655,5 +721,4 @@ def run_estimate(args: argparse.Namespace) -> int:
         lines.append(
             f"cost: ~${cost:.4f} (at {plural(args.completion_tokens, 'completion token')} per call)"
         )
-    console.say(*lines)
-    return EXIT_OK
+    return lines

@@ -371,14 +371,18 @@ def scan_samples(path: str, judge: Judge | None = None, generator: str | None = 
     the judge model itself (`self_judging_warning`; ``generator`` wrote those whose metadata
     names no model).
     """
-    from ragbridge.core.sample import SampleValidationError, load_samples
+    from ragbridge.core.records import load_records
+    from ragbridge.core.sample import Sample, SampleValidationError
 
     source = check_input(path)
     own = _own_answers(judge, generator)
     count = 0
     fields = FieldCounts()
     try:
-        for sample in load_samples(source):
+        # the records reader: a conversation after the first sample says the file mixes kinds
+        for sample in load_records(source):
+            if not isinstance(sample, Sample):
+                raise UserError(f"{path}: holds conversations; read it as a conversations file")
             count += 1
             if own is not None:
                 own.add(sample.metadata, sample.answer is not None)

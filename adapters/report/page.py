@@ -20,6 +20,7 @@ from ragbridge.core.sample import Sample
 
 from .assets import CSS, JS, script_hash
 from .charts import distribution_section, quadrant_section, trend_section
+from .conversation_rollups import conversations_section
 from .drilldown import drilldown_section
 from .explorer import (
     explorer_data,
@@ -315,7 +316,14 @@ def render_report(
         for sid in [*ev.sample_ids, *index[name]]:
             anchors.setdefault(sid, sample_anchor(sid, name))
     several = len(pipelines) > 1
-    nav = _nav(several, runs is not None, agreement is not None, comparison is not None)
+    conversations = conversations_section(pipelines)
+    nav = _nav(
+        several,
+        runs is not None,
+        agreement is not None,
+        comparison is not None,
+        conversations=bool(conversations),
+    )
     order = {
         name: list(dict.fromkeys([*index[name], *ev.sample_ids])) for name, ev in pipelines.items()
     }
@@ -324,6 +332,7 @@ def render_report(
     when = generated_at or datetime.now(timezone.utc)
     body.extend(_overview(title, pipelines, index, sources, generated_by, when, nav))
     body.extend(summary_section(summaries))
+    body.extend(conversations)
     comparisons = paired_comparisons(pipelines)
     if several:
         body.extend(paired_section(list(pipelines), comparisons))
@@ -354,11 +363,14 @@ def write_report(
     return target
 
 
-def _nav(several: bool, trends: bool, agreement: bool, comparison: bool) -> str:
+def _nav(
+    several: bool, trends: bool, agreement: bool, comparison: bool, *, conversations: bool = False
+) -> str:
     """The links to the sections the page has, in page order."""
     links = [
         ("overview", "Overview"),
         ("summary", "Summaries"),
+        *([("conversations", "Conversations")] if conversations else []),
         *([("paired", "Paired comparison")] if several else []),
         ("explorer", "Explorer"),
         *([("trends", "Trends")] if trends else []),

@@ -38,7 +38,8 @@ async def score_record(
     """
     if reuse is None or not reuse.active:
         return list(await asyncio.gather(*(m.score(sample, ctx) for m in metrics)))
-    keys = reuse.keys(sample)
+    every = reuse.keys(sample)  # of the run's metrics: a run may score a record with fewer
+    keys = {m.name: every[m.name] for m in metrics if m.name in every}
     found = reuse.lookup(keys)
     todo = [m for m in metrics if m.name not in found]
     if todo:
