@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from .files import atomic_write
 from .record_fields import _id_to_str
 from .sample import RecordReader, Sample
+from .trajectory import steps_of
 from .turn import FieldProblem, Role, ToolCall, Turn
 
 __all__ = [
@@ -152,7 +153,10 @@ class Conversation(BaseModel):
         The question is the last user turn before it, the answer its content; its contexts,
         reference, reference contexts and relevance come along, and ``history`` holds the turns
         before that question (``[]`` for the first), so a judge reads the conversation so far
-        and the turn's scores are cached per conversation prefix. The sample's id is
+        and the turn's scores are cached per conversation prefix. The tool calls made between
+        the question and the answer (and the tool turns answering them) are its ``trajectory``
+        (`ragbridge.core.trajectory.steps_of`), with the turn's ``reference_tool_calls``. The
+        sample's id is
         ``"<conversation id>#<index>"`` (unique in a file of conversations, and unchanged when
         the conversation grows); its metadata is the conversation's, then the turn's, and under
         ``"conversation"`` the conversation id, the turn index and the turn id.
@@ -181,6 +185,8 @@ class Conversation(BaseModel):
             relevance=turn.relevance,
             metadata={**self.metadata, **turn.metadata, "conversation": where},
             history=list(self.turns[: asked.position]),
+            trajectory=steps_of(self.turns[asked.position + 1 : index + 1]) or None,
+            reference_tool_calls=turn.reference_tool_calls,
         )
 
     @classmethod

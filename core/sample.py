@@ -31,7 +31,8 @@ from .record_fields import (
     _id_to_str,
     _texts_as_contexts,
 )
-from .turn import Turn
+from .trajectory import Step
+from .turn import ToolCall, Turn
 
 __all__ = [
     "Context",
@@ -88,6 +89,13 @@ class Sample(BaseModel):
     (`Conversation.turn_sample`): ``[]`` for its first question, None for a sample that is no
     conversation's turn. Judges read it to resolve a follow-up's "it"; faithfulness may count a
     claim the conversation itself supports (a fact the user stated, an earlier turn's context)."""
+    trajectory: list[Step] | None = None
+    """The tool calls an agent made on the way to ``answer``, in order, each with its output and
+    the contexts a retrieval step returned (`ragbridge.core.trajectory`); None for a sample that
+    is no agent's."""
+    reference_tool_calls: list[ToolCall] | None = None
+    """The tool calls expected (RAGAS's ``reference_tool_calls``, DeepEval's ``expected_tools``),
+    compared with the trajectory's calls by the tool-call measures."""
 
     @field_validator("id", mode="before")
     @classmethod

@@ -72,6 +72,7 @@ class Turn(BaseModel):
     reference: str | None = None
     reference_contexts: list[str] | None = None
     relevance: dict[str, Grade] | None = None
+    reference_tool_calls: list[ToolCall] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("id", "tool_call_id", mode="before")
@@ -95,10 +96,11 @@ class Turn(BaseModel):
     @field_validator("contexts")
     @classmethod
     def _contexts_on_assistant(cls, value: list[Context], info: ValidationInfo) -> list[Context]:
-        if value and _not_assistant(info):
+        role = info.data.get("role")
+        if value and role not in (None, "assistant", "tool"):
             raise ValueError(
-                "contexts belong to the assistant turn that retrieved them, not to a "
-                f"{info.data['role']} turn"
+                "contexts belong to the assistant turn that retrieved them (or to the tool turn "
+                f"of a retrieval tool that returned them), not to {_a(role)} turn"
             )
         return value
 
@@ -129,14 +131,16 @@ class Turn(BaseModel):
             )
         return value
 
-    @field_validator("reference_contexts", "relevance")
+    @field_validator("reference_contexts", "relevance", "reference_tool_calls")
     @classmethod
     def _labels_on_assistant(cls, value: Any, info: ValidationInfo) -> Any:
         if value is not None and _not_assistant(info):
-            what = "relevance labels" if info.field_name == "relevance" else "reference contexts"
+            what, why = {
+                "relevance": ("relevance labels", "with the contexts they label"),
+                "reference_tool_calls": ("reference tool calls", "the answer they lead to"),
+            }.get(info.field_name or "", ("reference contexts", "with the contexts they label"))
             raise ValueError(
-                f"{what} {_ASSISTANT_ONLY} (with the contexts they label), "
-                f"not to {_a(info.data['role'])} turn"
+                f"{what} {_ASSISTANT_ONLY} ({why}), not to {_a(info.data['role'])} turn"
             )
         return value
 

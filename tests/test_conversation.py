@@ -27,6 +27,7 @@ from ragbridge.core import (
     save_conversations,
     save_samples,
 )
+from ragbridge.core.trajectory import Step
 
 
 def _write(path: Path, *rows: object) -> Path:
@@ -105,8 +106,8 @@ PROBLEMS = [
     ),
     (
         {"id": "c", "turns": [_user("q"), _assistant("a"), _user("q2", contexts=["p"])]},
-        "turns[2].contexts: contexts belong to the assistant turn that retrieved them, "
-        "not to a user turn",
+        "turns[2].contexts: contexts belong to the assistant turn that retrieved them (or to the "
+        "tool turn of a retrieval tool that returned them), not to a user turn",
     ),
     (
         {"id": "c", "turns": [_user("q"), {"role": "tool", "content": "x"}]},
@@ -323,6 +324,14 @@ def test_an_assistant_turn_is_a_sample_a_single_turn_measure_can_score() -> None
             "conversation": {"id": "c2", "turn": 4, "turn_id": "a2"},
         },
         history=[AGENT.turns[0]],  # the turns before its question (u1)
+        trajectory=[  # the call made between u1 and this answer, with the tool turn's output
+            Step(
+                name="search_handbook",
+                args={"query": "leave"},
+                id="call-1",
+                output="Full-time staff get 25 days.",
+            )
+        ],
     )
     follow_up = AGENT.turn_sample(6)
     assert follow_up.history == AGENT.turns[:5]
@@ -485,3 +494,50 @@ def test_a_sample_with_history_is_the_last_exchange_of_its_conversation() -> Non
     assert view.model_dump(exclude={"id", "metadata"}) == follow_up.model_dump(
         exclude={"id", "metadata"}
     )
+
+
+def test_an_agents_turn_is_a_sample_with_its_trajectory() -> None:
+    """The tool calls between the question and the answer, each with the tool turn that answered
+    it (its output and the contexts a retrieval returned), are the turn sample's trajectory."""
+    agent = Conversation(
+        id="agent",
+        turns=[
+            Turn(role="user", content="How many days of leave?"),
+            Turn(
+                role="assistant",
+                tool_calls=[
+                    ToolCall(name="search", args={"query": "leave"}, id="c1"),
+                    ToolCall(name="clock", id="c2"),
+                ],
+            ),
+            Turn(role="tool", content="noon", tool_call_id="c2", metadata={"latency_s": 0.2}),
+            Turn(
+                role="tool",
+                content="Full-time staff get 25 days.",
+                tool_call_id="c1",
+                contexts=[Context(text="Full-time staff get 25 days.", id="hb-3")],
+                metadata={"error": None, "source": "hb"},
+            ),
+            Turn(
+                role="assistant",
+                content="25 days.",
+                reference_tool_calls=[ToolCall(name="search", args={"query": "leave"})],
+            ),
+        ],
+    )
+    sample = agent.turn_sample(4)
+    assert sample.trajectory == [
+        Step(
+            name="search",
+            args={"query": "leave"},
+            id="c1",
+            output="Full-time staff get 25 days.",
+            contexts=[Context(text="Full-time staff get 25 days.", id="hb-3")],
+            metadata={"source": "hb"},
+        ),
+        Step(name="clock", id="c2", output="noon", latency_s=0.2),
+    ]
+    assert sample.reference_tool_calls == [ToolCall(name="search", args={"query": "leave"})]
+    assert AGENT.turn_sample(6).trajectory is None  # no tool call between u2 and its answer
+    with pytest.raises(ValidationError, match="reference tool calls belong to an assistant turn"):
+        Turn(role="user", content="q", reference_tool_calls=[ToolCall(name="search")])

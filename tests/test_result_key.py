@@ -462,3 +462,11 @@ def test_a_turns_history_is_always_in_its_body_and_a_plain_sample_keeps_its_byte
     assert sample_body(first, None) != sample_body(second, None)
     assert b"history" not in sample_body(plain, reads)
     assert b"history" not in sample_body(plain, None)
+    # an agent's sample: its trajectory is in the body when read, and absent while None
+    from ragbridge.core.trajectory import Step
+
+    agent = plain.model_copy(update={"trajectory": [Step(name="search", args={"q": "leave"})]})
+    assert b"trajectory" not in sample_body(plain, None)
+    assert sample_body(agent, None) != sample_body(plain, None)
+    steps = frozenset({"question", "trajectory"})
+    assert sample_body(agent, steps) != sample_body(plain, steps)

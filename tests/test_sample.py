@@ -163,7 +163,7 @@ def test_json_schema_describes_the_accepted_lines() -> None:
     props = schema["properties"]
     assert set(props) == {
         "id", "question", "answer", "contexts", "reference", "reference_contexts",
-        "relevance", "metadata", "history",
+        "relevance", "metadata", "history", "trajectory", "reference_tool_calls",
     }  # fmt: skip
     item_kinds = props["contexts"]["items"]["anyOf"]
     assert {"type": "string"} in item_kinds

@@ -34,7 +34,14 @@ from pydantic_core import to_jsonable_python
 from ..metrics.base import Metric
 from ..sample import Sample
 
-__all__ = ["CONTEXT_PARTS", "FIELDS", "fields_read", "read_set_label", "sample_body"]
+__all__ = [
+    "CONTEXT_PARTS",
+    "FIELDS",
+    "OPTIONAL_PARTS",
+    "fields_read",
+    "read_set_label",
+    "sample_body",
+]
 
 FIELDS: tuple[str, ...] = (
     "id",
@@ -43,8 +50,14 @@ FIELDS: tuple[str, ...] = (
     "reference",
     "reference_contexts",
     "relevance",
+    "trajectory",
+    "reference_tool_calls",
 )
 """Sample fields a metric may name as read, besides ``contexts`` and ``metadata``."""
+
+OPTIONAL_PARTS: tuple[str, ...] = ("history", "trajectory", "reference_tool_calls")
+"""Sample fields added after results were first cached: left out of a record's bytes while None,
+so keys and fingerprints made before they existed stay valid."""
 
 CONTEXT_PARTS: tuple[str, ...] = ("text", "id", "score", "metadata")
 """Parts of a `Context` a metric may name (``contexts.text``); ``contexts`` names them all."""
@@ -111,8 +124,8 @@ def sample_body(sample: Sample, reads: frozenset[str] | None) -> bytes:
     before samples had one.
     """
     if reads is None:
-        left_out = None if sample.history is not None else {"history"}
-        return b"sample\0" + sample.model_dump_json(exclude=left_out).encode()
+        unset = {name for name in OPTIONAL_PARTS if getattr(sample, name) is None}
+        return b"sample\0" + sample.model_dump_json(exclude=unset or None).encode()
     picked: dict[str, Any] = {}
     if sample.history is not None:
         picked["history"] = sample.history

@@ -34,6 +34,7 @@ from typing import Any
 
 from typing_extensions import Unpack
 
+from ..cache.result_key import OPTIONAL_PARTS
 from ..metrics.base import Metric, MetricContext
 from ..results.evaluation import Score
 from ..results.id_check import IdCheck
@@ -246,15 +247,17 @@ def _cancelled(future: concurrent.futures.Future[Score]) -> bool:
 def fingerprint(sample: Sample) -> str:
     """What a record is when a sink gives no key: everything a metric reads (the id and the
     metadata do not change a score). A sample that is no conversation's turn leaves out its
-    ``history`` (None), so fingerprints from before samples had one stay valid; a conversation's
+    ``history`` (None), and any other of `OPTIONAL_PARTS` that is None, so fingerprints from
+    before samples had them stay valid; a conversation's
     record keeps ``metadata["conversation"]``, which conversation measures read (its expected
     outcome, where its answer sits), so two conversations with the same turns and different
     expected outcomes are two records."""
+    unset = {name for name in OPTIONAL_PARTS if getattr(sample, name) is None}
     if sample.history is None:
-        text = sample.model_dump_json(exclude={"id", "metadata", "history"})
+        text = sample.model_dump_json(exclude={"id", "metadata", *unset})
     else:
         where = sample.metadata.get("conversation")
-        text = sample.model_dump_json(exclude={"id", "metadata"}) + json.dumps(
+        text = sample.model_dump_json(exclude={"id", "metadata", *unset}) + json.dumps(
             where, sort_keys=True, default=repr
         )
     return hashlib.sha256(text.encode()).hexdigest()
