@@ -21,6 +21,7 @@ from ragbridge.adapters.report import sample_anchor, write_report
 from ragbridge.core.results.crosscheck import compare_frameworks
 from ragbridge.core.results.evaluation import Evaluation, Score
 from ragbridge.core.sample import Context, Sample
+from ragbridge.core.trajectory import Step
 from ragbridge.core.turn import ToolCall, Turn
 
 
@@ -113,6 +114,17 @@ def _report(tmp_path: Path) -> Path:
                 Turn(role="tool", content=PLANTED, tool_call_id="c1"),
             ],
             metadata={"conversation": {"id": HOSTILE[2], "turn": 4}},
+            # an agent's sample: its steps are shown one by one, all of it escaped
+            trajectory=[
+                Step(
+                    name=HOSTILE[0],
+                    args={HOSTILE[1]: HOSTILE[3]},
+                    output=PLANTED,
+                    error=HOSTILE[2],
+                    contexts=[Context(text=HOSTILE[1], id=HOSTILE[0])],
+                )
+            ],
+            reference_tool_calls=[ToolCall(name=HOSTILE[3], args={"q": PLANTED})],
         ),
     ]
     a = Evaluation(metadata={"judge_model": "<script>x</script>"})
@@ -150,6 +162,7 @@ def test_report_renders_without_console_errors_and_planted_script_does_not_run(
     assert "&lt;script&gt;document.body.setAttribute('data-pwned','1')&lt;/script&gt;" in dom
     assert _console_lines(stderr, page) == []
     assert "Conversation so far" in dom  # the hostile history was rendered, as text
+    assert "Reference tool calls" in dom  # and the hostile trajectory
 
 
 def test_the_reports_own_script_runs_under_its_content_security_policy(tmp_path: Path) -> None:

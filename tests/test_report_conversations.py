@@ -48,3 +48,38 @@ def test_a_plain_sample_has_no_conversation_block() -> None:
     sample = CHAT.turn_sample(1).model_copy(update={"history": None, "id": "q1"})
     html = render_report({"run": _evaluation("q1")}, samples={"run": [sample]})
     assert "Conversation so far" not in html
+
+
+def test_an_agents_sample_shows_its_trajectory_step_by_step() -> None:
+    from ragbridge.core import Sample, ToolCall
+    from ragbridge.core.trajectory import Step
+
+    sample = Sample(
+        id="agent-1",
+        question="How many days of leave?",
+        answer="25 days.",
+        trajectory=[
+            Step(
+                name="search",
+                args={"query": "leave <days>"},
+                output="Full-time staff get 25 days.",
+                contexts=[Context(text="Full-time staff get 25 days.", id="hb-3")],
+                latency_s=0.25,
+            ),
+            Step(name="calendar", args={}, error="timeout"),
+        ],
+        reference_tool_calls=[ToolCall(name="search", args={"query": "leave"})],
+    )
+    html = render_report({"run": _evaluation("agent-1")}, samples={"run": [sample]})
+    drill = html[html.index('id="samples"') :]
+    assert "Trajectory</strong> (2 steps)" in drill
+    first, second = drill.index("search("), drill.index("calendar(")
+    assert first < second  # in the order the agent made them
+    assert "(0.25 s; 1 context)" in drill
+    assert "error: timeout" in drill
+    assert "leave &lt;days&gt;" in drill  # arguments are text
+    assert "Reference tool calls</strong> <code>search(" in drill
+    plain = sample.model_copy(update={"trajectory": None, "reference_tool_calls": None})
+    assert "Trajectory" not in render_report(
+        {"run": _evaluation("agent-1")}, samples={"run": [plain]}
+    )

@@ -68,6 +68,9 @@ details.sample > summary .q { font-weight: 400; color: #3d4753; margin-left: 0.5
 .other-runs { margin: 0.3rem 0; }
 ol.conversation { padding-left: 1.6rem; margin: 0.2rem 0 0.6rem; }
 ol.conversation .turn-user .text { background: #eaf1fa; }
+ol.trajectory { padding-left: 1.6rem; margin: 0.2rem 0 0.6rem; }
+ol.step-contexts { font-size: 0.85rem; margin: 0 0 0.4rem; }
+.bad-text { color: #b23030; }
 .tools { display: flex; flex-wrap: wrap; gap: 0.4rem 1rem; align-items: center;
   margin: 0.4rem 0; font-size: 0.9rem; }
 .tools input, .tools select, .tools button { font: inherit; }

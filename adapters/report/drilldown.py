@@ -18,6 +18,7 @@ from ragbridge.core.sample import Context, Sample
 from .conversation_view import conversation_block
 from .markup import esc, number, sample_anchor
 from .sections import usage_cell
+from .trajectory_view import trajectory_block
 
 __all__ = ["drilldown_section", "sample_order"]
 
@@ -200,6 +201,9 @@ def _drilldown_one(
         if history:
             out.append(history)
         out.append(_text_block("Question", sample.question))
+        steps = trajectory_block(sample)
+        if steps:
+            out.append(steps)
         out.append(_text_block("Answer", sample.answer))
         out.append(_text_block("Reference", sample.reference))
         out.append(f"<p><strong>Contexts</strong> ({len(sample.contexts)})</p>")
