@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from .files import atomic_write
 from .record_fields import _id_to_str
 from .sample import RecordReader, Sample
-from .trajectory import steps_of
+from .trajectory import steps_of, turns_of
 from .turn import FieldProblem, Role, ToolCall, Turn
 
 __all__ = [
@@ -192,7 +192,9 @@ class Conversation(BaseModel):
     @classmethod
     def from_sample(cls, sample: Sample) -> Conversation:
         """A sample as a conversation: a user turn asking ``question`` and an assistant turn
-        holding the answer, contexts and labels, after the sample's ``history`` if it has one.
+        holding the answer, contexts and labels, after the sample's ``history`` if it has one and
+        with an agent's ``trajectory`` as the tool calls and tool turns before the answer
+        (`ragbridge.core.trajectory.turns_of`).
         `to_sample` gives a sample without history back exactly."""
         answer = Turn(
             role="assistant",
@@ -201,10 +203,16 @@ class Conversation(BaseModel):
             reference=sample.reference,
             reference_contexts=sample.reference_contexts,
             relevance=sample.relevance,
+            reference_tool_calls=sample.reference_tool_calls,
         )
         return cls(
             id=sample.id,
-            turns=[*(sample.history or []), Turn(role="user", content=sample.question), answer],
+            turns=[
+                *(sample.history or []),
+                Turn(role="user", content=sample.question),
+                *turns_of(sample.trajectory or []),
+                answer,
+            ],
             metadata=dict(sample.metadata),
         )
 

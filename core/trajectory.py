@@ -25,7 +25,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from .record_fields import Context, _id_to_str, _texts_as_contexts
 from .turn import ToolCall, Turn
 
-__all__ = ["Step", "step_contexts", "steps_of", "tool_calls_of"]
+__all__ = ["MESSAGE_KEY", "Step", "step_contexts", "steps_of", "tool_calls_of", "turns_of"]
+
+MESSAGE_KEY = "message"
+"""Step metadata naming the model reply that asked for the call: steps sharing it were asked for
+together, and `turns_of` gives them one assistant turn, as the agent's messages had them."""
 
 
 class Step(BaseModel):
@@ -96,7 +100,9 @@ def _step(call: ToolCall, answer: Turn | None) -> Step:
         name=call.name,
         args=dict(call.args),
         id=call.id,
-        output=answer.content,
+        # A call that failed and returned nothing is an empty tool turn with its error (a tool
+        # turn needs content): no output, as in the step the turn was written from.
+        output=None if error is not None and answer.content == "" else answer.content,
         contexts=list(answer.contexts),
         latency_s=latency if isinstance(latency, (int, float)) and latency >= 0 else None,
         error=str(error) if error is not None else None,
@@ -114,3 +120,44 @@ def step_contexts(steps: Iterable[Step]) -> list[tuple[int, Context]]:
     order then rank order: the union an agent's answer is checked against, each passage still
     naming its step."""
     return [(index, ctx) for index, step in enumerate(steps) for ctx in step.contexts]
+
+
+def turns_of(steps: Sequence[Step]) -> list[Turn]:
+    """``steps`` as the messages an agent has: one assistant turn per model reply with its tool
+    calls (consecutive steps sharing ``metadata["message"]``; any other step alone), each call
+    followed by the tool turn answering it — the step's output, its contexts, and ``latency_s``
+    and ``error`` in metadata. `steps_of` reads the same steps back; a step without a call id
+    gets ``call-<position>`` (a tool turn must name its call), and one that returned nothing has
+    an empty tool turn with its error. Every capture writes the conversation form through this,
+    so all of them write it alike."""
+    named = [
+        s if s.id is not None else s.model_copy(update={"id": f"call-{k}"})
+        for k, s in enumerate(steps)
+    ]
+    groups: list[list[Step]] = []
+    for step in named:
+        group = step.metadata.get(MESSAGE_KEY)
+        if groups and group is not None and groups[-1][0].metadata.get(MESSAGE_KEY) == group:
+            groups[-1].append(step)
+        else:
+            groups.append([step])
+    turns: list[Turn] = []
+    for group_steps in groups:
+        turns.append(Turn(role="assistant", tool_calls=[s.call() for s in group_steps]))
+        turns.extend(_tool_turn(s) for s in group_steps)
+    return turns
+
+
+def _tool_turn(step: Step) -> Turn:
+    metadata = dict(step.metadata)
+    if step.latency_s is not None:
+        metadata["latency_s"] = step.latency_s
+    if step.error is not None:
+        metadata["error"] = step.error
+    return Turn(
+        role="tool",
+        content=step.output if step.output is not None else "",
+        tool_call_id=step.id,
+        contexts=list(step.contexts),
+        metadata=metadata,
+    )

@@ -541,3 +541,34 @@ def test_an_agents_turn_is_a_sample_with_its_trajectory() -> None:
     assert AGENT.turn_sample(6).trajectory is None  # no tool call between u2 and its answer
     with pytest.raises(ValidationError, match="reference tool calls belong to an assistant turn"):
         Turn(role="user", content="q", reference_tool_calls=[ToolCall(name="search")])
+
+
+def test_an_agents_sample_is_a_conversation_with_its_steps_as_messages() -> None:
+    """``from_sample`` writes a trajectory as tool calls and tool turns (`turns_of`), so the
+    turn view of the answer has the same steps back, errors and contexts included."""
+    steps = [
+        Step(
+            name="search",
+            args={"q": "leave"},
+            id="c1",
+            output="25 days.",
+            latency_s=0.1,
+            contexts=[Context(text="Full-time staff get 25 days.", id="hb-3")],
+            metadata={"message": "m1"},
+        ),
+        Step(name="clock", id="c2", output="noon", metadata={"message": "m1"}),
+        Step(name="search", args={"q": "pro rata"}, id="c3", error="timeout"),
+    ]
+    sample = Sample(
+        id="a",
+        question="Leave?",
+        answer="25 days.",
+        trajectory=steps,
+        reference_tool_calls=[ToolCall(name="search", args={"q": "leave"})],
+    )
+    conversation = Conversation.from_sample(sample)
+    roles = [t.role for t in conversation.turns]
+    assert roles == ["user", "assistant", "tool", "tool", "assistant", "tool", "assistant"]
+    view = conversation.turn_sample(len(conversation.turns) - 1)
+    assert view.trajectory == steps
+    assert view.reference_tool_calls == sample.reference_tool_calls

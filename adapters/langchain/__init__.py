@@ -10,6 +10,11 @@ and shadow-score a Runnable in production (`shadow`).
   replays a scripted user side through a ``RunnableWithMessageHistory``, a chain taking its
   chat history in its input, or a LangGraph message-state graph, each turn with the contexts
   retrieved during it and its tool calls.
+* **Trajectories** (`ragbridge.adapters.langchain.trajectories`): `capture_trajectories` runs a
+  tool-calling agent (LangGraph's ``create_react_agent``, ``create_agent``, an
+  ``AgentExecutor``) on each sample and records every tool call with its result, timing and
+  error, a retrieval tool's documents as that step's contexts; `trajectory_conversation` (and
+  `capture_trajectory_conversations`) give the same record as the agent's message list.
 * **Documents** (`ragbridge.adapters.langchain.documents`): a ``Document`` as a `Context`
   (`document_to_context`: its id from metadata or ``Document.id``, a score from metadata), and
   documents as the corpus `ragbridge.core.testset.generate_testset` writes questions from
@@ -40,6 +45,13 @@ from .models import to_langchain_messages as to_langchain_messages
 from .pipelines import Progress as Progress
 from .pipelines import aretrieve_only, arun_pipeline, retrieve_only, run_pipeline
 from .shadow import ShadowRunnable, shadow
+from .trajectories import (
+    acapture_trajectories,
+    acapture_trajectory_conversations,
+    capture_trajectories,
+    capture_trajectory_conversations,
+    trajectory_conversation,
+)
 
 # The names above written ``X as X`` were importable from the single-file module too and stay so;
 # they are not part of ``__all__`` (unchanged from that module).
@@ -51,13 +63,18 @@ __all__ = [
     "RetrievalCapture",
     "ShadowRunnable",
     "acapture_conversations",
+    "acapture_trajectories",
+    "acapture_trajectory_conversations",
     "aretrieve_only",
     "arun_pipeline",
     "capture_conversations",
     "capture_retrievals",
+    "capture_trajectories",
+    "capture_trajectory_conversations",
     "document_to_context",
     "retrieve_only",
     "run_pipeline",
     "shadow",
     "source_documents",
+    "trajectory_conversation",
 ]
