@@ -77,7 +77,9 @@ class MeasureSpec:
     meets (``"no claims"``, ``"no contexts"``, ``"no reference"``, ``"abstention"``): one policy
     per measure, so two providers of it cannot disagree on what an empty answer is worth.
     ``kind`` groups the table: ``judge`` (judge-based RAG measures and their offline variants),
-    ``string`` (reference-based string measures), ``ranking`` (trec_eval measures over ids).
+    ``string`` (reference-based string measures), ``ranking`` (trec_eval measures over ids),
+    ``agent`` (an agent's tool calls and steps: `ragbridge.core.agent`), ``criteria`` (a team's
+    own, `ragbridge.core.criteria`).
     """
 
     name: str
@@ -260,7 +262,7 @@ class Registry:
 
     def _rank(self, measure: MeasureSpec) -> tuple[int, int]:
         """Table order: judge measures, then offline-only ones, strings, ranking, the rest."""
-        kinds = ("judge", "string", "ranking")
+        kinds = ("judge", "string", "ranking", "agent")
         kind = kinds.index(measure.kind) if measure.kind in kinds else len(kinds)
         default = next(iter(self._providers[measure.name].values()), None)
         judged = default is not None and "judge" in default.needs

@@ -31,6 +31,8 @@ KINDS = {
     "judge": "Measures of the answer and the contexts",
     "string": "Reference-based string measures",
     "ranking": "Ranking measures over context ids",
+    "agent": "Measures of an agent's tool calls and steps",
+    "criteria": "A team's own criteria",
 }
 _source_tree: Path | None = None
 

@@ -35,6 +35,8 @@ from ragbridge.core.registry import (
 from ragbridge.core.results.evaluation import FailureKind, Score
 from ragbridge.core.sample import Sample
 from ragbridge.core.testing import CountingJudge, HashEmbedder
+from ragbridge.core.trajectory import Step
+from ragbridge.core.turn import ToolCall
 
 SAMPLE = Sample(
     id="q1",
@@ -52,6 +54,17 @@ SAMPLE = Sample(
 # A conversation-level measure reads a sample with its history (issue 31): the same sample as
 # the first exchange of a conversation. Without one it fails missing_input by design.
 CONVERSATION_SAMPLE = SAMPLE.model_copy(update={"history": []})
+
+# An agent's measure reads a sample with its trajectory (issue 32): the same sample, retrieved by
+# one search step, with the call expected. Without a trajectory it fails missing_input by design.
+AGENT_SAMPLE = SAMPLE.model_copy(
+    update={
+        "trajectory": [
+            Step(name="search", args={"query": "Everest height"}, contexts=SAMPLE.contexts)
+        ],
+        "reference_tool_calls": [ToolCall(name="search", args={"query": "Everest height"})],
+    }
+)
 
 # Failures that mean "this pair is broken", as opposed to a measure's honest verdict.
 BUGS = {FailureKind.JUDGE_ERROR, FailureKind.MISSING_INPUT, FailureKind.PARSE_ERROR}
@@ -85,7 +98,7 @@ def _available(name: str) -> bool:
 
 def test_the_registry_holds_every_kind_of_measure() -> None:
     kinds = {m.kind for m in REGISTRY.measures()}
-    assert kinds == {"judge", "string", "ranking"}
+    assert kinds == {"judge", "string", "ranking", "agent"}
     providers = {p.name for _, p in REGISTRY.pairs()}
     assert {"llm", "offline", "nli", "string", "retrieval"} <= providers
     assert REGISTRY.dangling() == []
@@ -108,6 +121,8 @@ def test_every_pair_resolves_and_scores(name: str) -> None:
         "nli": ThreeLabelNLI(),
     }
     sample = CONVERSATION_SAMPLE if base in CONVERSATION_METRICS else SAMPLE
+    if REGISTRY.measure(base.replace("@2", "@k")).kind == "agent":
+        sample = AGENT_SAMPLE
     evaluation = evaluate([sample], [metric], **ctx_models)
     score = evaluation.get("q1", metric.name)
     assert score is not None

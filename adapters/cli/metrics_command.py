@@ -23,7 +23,7 @@ from ragbridge.adapters.cli.commands import add_command
 from ragbridge.adapters.cli.errors import EXIT_OK
 from ragbridge.adapters.cli.tables import aligned
 
-KINDS = ("judge", "string", "ranking", "criteria")
+KINDS = ("judge", "string", "ranking", "agent", "criteria")
 
 
 def register(sub: Any) -> None:

@@ -126,6 +126,9 @@ def sample_body(sample: Sample, reads: frozenset[str] | None) -> bytes:
     if reads is None:
         unset = {name for name in OPTIONAL_PARTS if getattr(sample, name) is None}
         return b"sample\0" + sample.model_dump_json(exclude=unset or None).encode()
+    # a measure that reads an optional part (faithfulness: an agent's trajectory) keeps the key
+    # it had before the part existed on a sample without it
+    reads = reads - {name for name in OPTIONAL_PARTS if getattr(sample, name) is None}
     picked: dict[str, Any] = {}
     if sample.history is not None:
         picked["history"] = sample.history

@@ -51,6 +51,8 @@ from .providers.offline import AnswerSimilarity, ContextUsage
 from .ranking_metric import RankingMetric
 from . import providers  # noqa: F401  (registers the offline and nli providers)
 from ..multiturn import measures as _conversation_measures  # noqa: F401  (registers them)
+from ..agent import tool_calls as _tool_calls, trajectory_match as _trajectory_match  # noqa: F401
+from ..agent import retrieval_steps as _retrieval_steps, goal as _goal  # noqa: F401  (registers)
 
 # isort: on
 

@@ -29,7 +29,7 @@ from ..prompts.history import asked
 from ..results.evaluation import Failure, FailureKind, Score, Usage
 from ..sample import Sample
 from .base import MetricContext, PlannedCall, usage_of
-from .turn_sources import TurnSource
+from .turn_sources import Source, StepSource, name_sources
 
 __all__ = [
     "ASSESS_TAG",
@@ -98,7 +98,7 @@ def analyze_key(sample: Sample) -> tuple[str, str, str]:
     return ("answer.analyze", asked(sample), sample.answer or "")
 
 
-def verify_texts(sample: Sample, sources: Sequence[TurnSource] = ()) -> list[str]:
+def verify_texts(sample: Sample, sources: Sequence[Source] = ()) -> list[str]:
     """What ``faithfulness.verify`` shows as numbered contexts: the sample's contexts, then the
     conversation's ``sources`` (`ragbridge.core.metrics.turn_sources`), each with its label."""
     return [*(c.text for c in sample.contexts), *(s.shown() for s in sources)]
@@ -119,7 +119,7 @@ def plan_analyze(sample: Sample) -> PlannedCall:
     )
 
 
-def plan_verify(sample: Sample, sources: Sequence[TurnSource] = ()) -> PlannedCall:
+def plan_verify(sample: Sample, sources: Sequence[Source] = ()) -> PlannedCall:
     texts = verify_texts(sample, sources)
     return planned(
         FAITHFULNESS_VERIFY,
@@ -206,12 +206,16 @@ class ClaimCheck:
     """How many of the conversation's sources the claims were checked against as well."""
     retrieved: bool = True
     """Whether the sample had contexts of its own (a turn may be checked against sources only)."""
+    steps: bool = False
+    """Whether some of the sources are passages an agent's retrieval steps returned."""
 
     @property
     def against(self) -> str:
         """What the claims were checked against, for a Score's reason."""
         if not self.sources:
             return "the contexts"
+        if self.steps:
+            return "everything the agent's steps retrieved"
         if not self.retrieved:
             return "the conversation (this turn retrieved nothing)"
         return "the contexts and the conversation"
@@ -225,7 +229,7 @@ class ClaimCheck:
 
 
 async def check_claims(
-    sample: Sample, ctx: MetricContext, sources: Sequence[TurnSource] = ()
+    sample: Sample, ctx: MetricContext, sources: Sequence[Source] = ()
 ) -> ClaimCheck:
     """Extract the answer's claims (shared) and verify them all in one shared call, against the
     contexts and then the conversation's ``sources`` (`ragbridge.core.metrics.turn_sources`; a
@@ -283,15 +287,15 @@ async def check_claims(
             "context_id": context_id(sample, v.context),
             "reason": v.reason,
         }
-        if v.context is not None and v.context > own:
-            row.update(sources[v.context - own - 1].detail())
         details.append(row)
+    name_sources(details, own, sources)  # a conversation's turn, an agent's step
     return ClaimCheck(
         claims,
         details,
         usage,
         verified=True,
         sources=len(sources),
+        steps=any(isinstance(s, StepSource) for s in sources),
         retrieved=bool(sample.contexts),
     )
 

@@ -32,6 +32,12 @@ a context an earlier turn retrieved — counts as supported, its details naming 
 (`ragbridge.core.metrics.turn_sources`); a turn that retrieved nothing is checked against those
 sources instead of scoring 0. ``support="turn"`` counts the turn's own contexts only. Still the
 same two calls.
+
+On an agent's sample (``sample.trajectory`` not None) the claims are checked against the union
+of the sample's contexts and everything the agent's retrieval steps returned, each passage once,
+and a claim a step's passage decides names that step in its details
+(``{"source": "step", "step": k, "tool": name}``; `ragbridge.core.metrics.turn_sources`), under
+either ``support``: the steps are the turn's own retrieval. Still the same two calls.
 """
 
 from __future__ import annotations
@@ -146,7 +152,7 @@ class Faithfulness(_ClaimMetric):
     verdict, the 1-based number (and id) of the context cited, and the judge's reason.
     """
 
-    reads = ("question", "answer", "contexts.text", "contexts.id")  # ids: in details
+    reads = ("question", "answer", "contexts.text", "contexts.id", "trajectory")  # ids: in details
 
     def _from_verdicts(self, check: ClaimCheck) -> Score:
         total = len(check.details)
@@ -171,7 +177,7 @@ class Hallucination(_ClaimMetric):
     verdicts; free (0 extra calls) when Faithfulness runs on the same sample.
     """
 
-    reads = ("question", "answer", "contexts.text", "contexts.id")  # ids: in details
+    reads = ("question", "answer", "contexts.text", "contexts.id", "trajectory")  # ids: in details
 
     higher_is_better = False
 
@@ -193,6 +199,7 @@ _CLAIM_EDGES = {
     "no claims": "failure no_claims (RAGAS: NaN; DeepEval: 1.0)",
     "no contexts": "every claim unsupported",
     "abstention": "skipped with the reason",
+    "agent's sample": "checked against everything its steps retrieved; a claim names its step",
 }
 declare(
     Faithfulness,

@@ -1,4 +1,5 @@
-"""A conversation's own sources of support, for the claim measures of its turns.
+"""Sources of support beyond a sample's own contexts, for the claim measures: a conversation's
+(its earlier turns) and an agent's (everything its retrieval steps returned).
 
 Scored turn by turn against only the turn's retrieved contexts, a reply that repeats what the
 user said two turns earlier ("You work 20 hours a week, so ...") or what an earlier turn
@@ -18,17 +19,29 @@ not count its question either, so a conversation's first turn scores as that sam
 A text shown twice (the same passage retrieved for two turns) is listed once, where it first
 appears; a source equal to one of the turn's contexts is left to that context.
 
+An agent's sample (``sample.trajectory`` not None) has sources of its own, whatever ``support``
+says: everything its retrieval steps returned (`ragbridge.core.trajectory.step_contexts`). An
+agent answers from all it gathered across its steps, so its claims are checked against the
+union of the sample's contexts and every step's contexts, each passage listed once
+(`step_sources`). A claim a step's passage decides names that step in its details —
+``{"source": "step", "step": 2, "tool": "search"}``, ``step`` being the index in
+``sample.trajectory`` (from 0, as `step_contexts` gives it) — whether the passage is one of the
+sample's own contexts (a capture usually makes those the union of the steps') or a step
+source shown after them (`Sources.own_steps`). Step sources come before the conversation's: a
+passage this turn's agent retrieved again is this turn's.
+
 The judge reads the sources as more numbered context blocks after the turn's own, each opening
-with its label (`TurnSource.shown`), so the one ``faithfulness.verify`` call and its reply
-checks are unchanged, and a sample without history sends the same prompt as before. The
-offline provider matches the raw texts (`extend_contexts`, `name_sources`).
+with its label (`TurnSource.shown`, `StepSource.shown`), so the one ``faithfulness.verify`` call
+and its reply checks are unchanged, and a sample without history or trajectory sends the same
+prompt as before. The offline provider matches the raw texts (`extend_contexts`,
+`name_sources`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 from ..results.evaluation import Score
 from ..sample import Sample
@@ -36,6 +49,9 @@ from ..sample import Sample
 __all__ = [
     "NO_RETRIEVAL",
     "SUPPORTS",
+    "Source",
+    "Sources",
+    "StepSource",
     "Support",
     "TurnSource",
     "checked_support",
@@ -43,7 +59,9 @@ __all__ = [
     "extend_contexts",
     "name_sources",
     "no_retrieval_skip",
+    "own_steps",
     "sources_for",
+    "step_sources",
     "turn_without_retrieval",
 ]
 
@@ -81,6 +99,46 @@ class TurnSource:
         }
 
 
+@dataclass(frozen=True)
+class StepSource:
+    """A passage an agent's retrieval step returned: ``step`` is the step's index in
+    ``sample.trajectory`` (from 0), ``tool`` the tool it called."""
+
+    text: str
+    step: int
+    tool: str
+    context_id: str | None = None
+
+    def shown(self) -> str:
+        """The text as the judge reads it: a label naming the step, then the text."""
+        return f"[Retrieved by the agent: step {self.step}, tool {self.tool}]\n{self.text}"
+
+    def named(self) -> dict[str, Any]:
+        """What a claim's details say of the step whose passage decides it."""
+        return {"source": "step", "step": self.step, "tool": self.tool}
+
+    def detail(self) -> dict[str, Any]:
+        """What a claim's details say of the step source (shown after the sample's own
+        contexts, so no number of the sample's contexts) that decides it."""
+        return {"context": None, "context_id": self.context_id, **self.named()}
+
+
+Source: TypeAlias = TurnSource | StepSource
+"""A source of support beyond the sample's own contexts."""
+
+
+class Sources(list[Source]):
+    """The sources shown to the judge after the sample's own contexts, in order, and
+    ``own_steps``: for each of the sample's own contexts (1-based, as the judge cites them) that
+    a retrieval step of its trajectory returned, that step (`own_steps`)."""
+
+    def __init__(
+        self, items: Iterable[Source] = (), own_steps: dict[int, StepSource] | None = None
+    ) -> None:
+        super().__init__(items)
+        self.own_steps: dict[int, StepSource] = dict(own_steps or {})
+
+
 def checked_support(value: str) -> Support:
     """``value`` if it is one of `SUPPORTS`, else a ValueError naming them."""
     if value not in SUPPORTS:
@@ -107,11 +165,12 @@ def no_retrieval_skip(sample: Sample) -> Score | None:
     return Score.skip(NO_RETRIEVAL) if turn_without_retrieval(sample) else None
 
 
-def conversation_sources(sample: Sample) -> list[TurnSource]:
-    """The sources of ``sample``'s history, in conversation order (see the module doc)."""
+def conversation_sources(sample: Sample, shown: Iterable[str] = ()) -> list[TurnSource]:
+    """The sources of ``sample``'s history, in conversation order (see the module doc); a text
+    equal to one of the sample's contexts or of ``shown`` is left to it."""
     if not sample.history:
         return []
-    seen = {c.text for c in sample.contexts}
+    seen = {c.text for c in sample.contexts} | set(shown)
     out: list[TurnSource] = []
 
     def add(source: TurnSource) -> None:
@@ -128,12 +187,50 @@ def conversation_sources(sample: Sample) -> list[TurnSource]:
     return out
 
 
-def sources_for(sample: Sample, support: str) -> list[TurnSource]:
-    """The conversation's sources when ``support`` is ``"conversation"``, else none."""
-    return conversation_sources(sample) if support == "conversation" else []
+def step_sources(sample: Sample) -> list[StepSource]:
+    """What the retrieval steps of ``sample``'s trajectory returned that is not one of the
+    sample's own contexts, each text once, where it was first retrieved (step order, then
+    rank order); [] for a sample that is no agent's."""
+    if not sample.trajectory:
+        return []
+    seen = {c.text for c in sample.contexts}
+    out: list[StepSource] = []
+    for index, step in enumerate(sample.trajectory):
+        for context in step.contexts:
+            if context.text.strip() and context.text not in seen:
+                seen.add(context.text)
+                out.append(StepSource(context.text, index, step.name, context.id))
+    return out
 
 
-def extend_contexts(metric: object, sample: Sample, contexts: list[str]) -> list[TurnSource]:
+def own_steps(sample: Sample) -> dict[int, StepSource]:
+    """For each of the sample's own contexts (1-based) that a retrieval step returned too, the
+    first step that returned it; {} for a sample that is no agent's."""
+    if not sample.trajectory:
+        return {}
+    first: dict[str, StepSource] = {}
+    for index, step in enumerate(sample.trajectory):
+        for context in step.contexts:
+            first.setdefault(context.text, StepSource(context.text, index, step.name, context.id))
+    return {
+        number: first[context.text]
+        for number, context in enumerate(sample.contexts, start=1)
+        if context.text in first
+    }
+
+
+def sources_for(sample: Sample, support: str) -> Sources:
+    """The sources ``sample``'s claims are checked against besides its own contexts: its
+    retrieval steps' passages (an agent's sample, whatever ``support`` says), then the
+    conversation's sources when ``support`` is ``"conversation"``."""
+    steps = step_sources(sample)
+    conversation = (
+        conversation_sources(sample, (s.text for s in steps)) if support == "conversation" else []
+    )
+    return Sources([*steps, *conversation], own_steps(sample))
+
+
+def extend_contexts(metric: object, sample: Sample, contexts: list[str]) -> Sources:
     """For an offline provider: append the raw texts of the sources ``metric``'s ``support``
     allows (default ``"conversation"``) to ``contexts`` in place, and return the sources, so
     `name_sources` can tell the rows that matched one."""
@@ -142,12 +239,19 @@ def extend_contexts(metric: object, sample: Sample, contexts: list[str]) -> list
     return sources
 
 
-def name_sources(rows: Sequence[dict[str, Any]], own: int, sources: Sequence[TurnSource]) -> None:
-    """Rewrite, in place, each row whose 1-based ``context`` lies past the turn's ``own``
-    contexts to name the conversation source it is instead (`TurnSource.detail`)."""
-    if not sources:
+def name_sources(rows: Sequence[dict[str, Any]], own: int, sources: Sequence[Source]) -> None:
+    """Rewrite, in place, each row whose 1-based ``context`` lies past the sample's ``own``
+    contexts to name the source it is instead (`TurnSource.detail`, `StepSource.detail`), and
+    add to each row citing one of its own contexts that a retrieval step returned the step's
+    name (`StepSource.named`, when ``sources`` is a `Sources`)."""
+    by_own = sources.own_steps if isinstance(sources, Sources) else {}
+    if not sources and not by_own:
         return
     for row in rows:
         number = row.get("context")
-        if isinstance(number, int) and own < number <= own + len(sources):
+        if not isinstance(number, int) or isinstance(number, bool):
+            continue
+        if own < number <= own + len(sources):
             row.update(sources[number - own - 1].detail())
+        elif number in by_own:
+            row.update(by_own[number].named())

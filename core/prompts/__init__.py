@@ -35,6 +35,7 @@ _MODULES: tuple[str, ...] = (
     "criteria",
     "missed_retrieval",
     "conversation",
+    "agent",
 )
 
 _REGISTRY: dict[str, PromptTemplate] = {}
