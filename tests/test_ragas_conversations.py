@@ -79,6 +79,10 @@ CHAT = Conversation(
             content="Pro rata.",
             contexts=[Context(text="Part-time staff get leave pro rata.", id="hb-4")],
             relevance={},
+            # the answering turn's expected calls are RAGAS's reference_tool_calls
+            reference_tool_calls=[
+                ToolCall(name="search_handbook", args={"query": "leave"}, id="r1")
+            ],
         ),
         Turn(role="system", content="Session closed."),
     ],
@@ -88,7 +92,6 @@ CHAT = Conversation(
         "ragas": {
             "reference_topics": ["leave"],
             "rubrics": {"score1": "wrong", "score5": "right"},
-            "reference_tool_calls": [{"name": "search_handbook", "args": {"query": "leave"}}],
         },
     },
 )
@@ -129,12 +132,59 @@ def test_ragas_own_tool_call_metric_scores_what_we_write() -> None:
 
     sample = to_multi_turn_sample(CHAT)
     assert asyncio.run(ToolCallAccuracy().multi_turn_ascore(sample)) == 1.0
-    wrong = CHAT.model_copy(
-        update={
-            "metadata": {"ragas": {"reference_tool_calls": [{"name": "web", "args": {}}]}},
-        }
-    )
+    wrong = _with_answering_refs(CHAT, [ToolCall(name="web")])
     assert asyncio.run(ToolCallAccuracy().multi_turn_ascore(to_multi_turn_sample(wrong))) == 0.0
+
+
+def _with_answering_refs(conversation: Conversation, calls: list[ToolCall] | None) -> Conversation:
+    """``conversation`` with its last assistant turn's reference tool calls replaced."""
+    turns = list(conversation.turns)
+    last = max(i for i, t in enumerate(turns) if t.role == "assistant")
+    turns[last] = turns[last].model_copy(update={"reference_tool_calls": calls})
+    return conversation.model_copy(update={"turns": turns})
+
+
+def test_reference_tool_calls_are_the_answering_turns_with_their_ids() -> None:
+    sample = to_multi_turn_sample(CHAT)
+    last = sample.user_input[-1]
+    assert last.metadata is not None
+    record = last.metadata["ragbridge"]["turn"]
+    assert "reference_tool_calls" not in record  # the sample's field holds them
+    assert record["reference_tool_call_ids"] == ["r1"]
+    back = conversation_from_multi_turn(sample)
+    assert back.turns[-2].reference_tool_calls == CHAT.turns[-2].reference_tool_calls
+    assert "reference_tool_calls" not in back.metadata["ragas"]
+    # the answering turn scored as a sample carries them, next to the calls it made
+    answer = back.turn_sample(len(back.turns) - 2)
+    assert answer.reference_tool_calls == [
+        ToolCall(name="search_handbook", args={"query": "leave"}, id="r1")
+    ]
+
+
+def test_reference_tool_calls_kept_in_metadata_before_turns_had_them_round_trip() -> None:
+    # A conversation written before turns had the field: its last assistant turn has none, the
+    # conversation's metadata holds them. RAGAS still sees them, and they come back there.
+    legacy = _with_answering_refs(CHAT, None).model_copy(
+        update={"metadata": {"ragas": {"reference_tool_calls": [{"name": "s", "args": {}}]}}}
+    )
+    sample = to_multi_turn_sample(legacy)
+    assert sample.reference_tool_calls == [RagasToolCall(name="s", args={})]
+    assert conversation_from_multi_turn(sample) == legacy
+    # both at once: RAGAS's field is the turn's; the metadata's stay plain metadata
+    both = legacy.model_copy(update={"turns": CHAT.turns})
+    sample = to_multi_turn_sample(both)
+    assert sample.reference_tool_calls == [
+        RagasToolCall(name="search_handbook", args={"query": "leave"})
+    ]
+    assert conversation_from_multi_turn(sample) == both
+    # no assistant turn to hold them: a RAGAS sample's calls go to the metadata
+    no_answer = MultiTurnSample(
+        user_input=[HumanMessage(content="hi")],
+        reference_tool_calls=[RagasToolCall(name="s", args={"q": 1})],
+    )
+    read = conversation_from_multi_turn(no_answer, id="h")
+    assert read.metadata["ragas"]["reference_tool_calls"] == [{"name": "s", "args": {"q": 1}}]
+    assert to_multi_turn_sample(read).reference_tool_calls == no_answer.reference_tool_calls
 
 
 def test_a_dataset_round_trips_through_ragas_jsonl(tmp_path: Path) -> None:
@@ -202,9 +252,20 @@ def _conversations(draw: st.DrawFn) -> Conversation:
         used.add(name)
         return name
 
+    def expected() -> list[ToolCall] | None:
+        if draw(st.booleans()):
+            return None
+        return [
+            ToolCall(
+                name=draw(_ID), args=draw(st.dictionaries(_TEXT, _JSON, max_size=2)), id=fresh()
+            )
+            for _ in range(draw(st.integers(0, 2)))
+        ]
+
     def assistant(calls: list[ToolCall]) -> Turn:
         return Turn(
             role="assistant",
+            reference_tool_calls=expected(),
             content=draw(st.none() | _TEXT),
             id=fresh(),
             contexts=draw(_CONTEXTS),
@@ -305,8 +366,10 @@ def test_a_sample_built_as_ragas_docs_build_it_reads_and_scores_per_turn() -> No
     assert conversation.turns[2].tool_call_id == "call-1-0"
     assert conversation.expected_outcome == sample.reference
     ragas_meta = conversation.metadata["ragas"]
-    assert ragas_meta["reference_tool_calls"] == [
-        {"name": "WeatherAPI", "args": {"location": "New York City"}}
+    # RAGAS's expected calls are the answering (last assistant) turn's
+    assert "reference_tool_calls" not in ragas_meta
+    assert conversation.turns[3].reference_tool_calls == [
+        ToolCall(name="WeatherAPI", args={"location": "New York City"})
     ]
     # what was made up is said, and the id is stable across reads
     assert ragas_meta["generated"] == ["id", "turns[1].tool_calls[0].id", "turns[2].tool_call_id"]
@@ -320,6 +383,14 @@ def test_a_sample_built_as_ragas_docs_build_it_reads_and_scores_per_turn() -> No
     assert [s.id for s in samples] == [f"{conversation.id}#1", f"{conversation.id}#3"]
     assert {s.question for s in samples} == {"What's the weather like in New York City today?"}
     assert samples[1].answer == "It's sunny and 75 degrees Fahrenheit in New York City today."
+    # the answering turn's sample has the call made on the way and the call expected
+    assert samples[1].trajectory is not None
+    assert [s.call() for s in samples[1].trajectory] == [call]
+    returned = "It's sunny with a temperature of 75°F in New York City."
+    assert samples[1].trajectory[0].output == returned
+    assert samples[1].reference_tool_calls == [
+        ToolCall(name="WeatherAPI", args={"location": "New York City"})
+    ]
     judge = CountingJudge()
     evaluation = evaluate(samples, ["answer_relevance"], judge=judge, embedder=HashEmbedder())
     for s in samples:
@@ -423,12 +494,13 @@ def test_what_ragas_cannot_hold_is_refused_with_the_reason() -> None:
         ValueError, match=r"'t': turns\[3\] is a tool turn after a user turn; RAGAS needs"
     ):
         to_multi_turn_sample(late_tool)
-    no_args = CHAT.model_copy(
+    legacy = _with_answering_refs(CHAT, None)  # the calls in the metadata, as before
+    no_args = legacy.model_copy(
         update={"metadata": {"ragas": {"reference_tool_calls": [{"name": "s"}]}}}
     )
     with pytest.raises(ValueError, match=r"'chat-7': RAGAS refuses it: reference_tool_calls"):
         to_multi_turn_sample(no_args)
-    extra_key = CHAT.model_copy(
+    extra_key = legacy.model_copy(
         update={
             "metadata": {"ragas": {"reference_tool_calls": [{"name": "s", "args": {}, "id": 1}]}}
         }
@@ -453,6 +525,12 @@ def test_an_edited_record_is_named() -> None:
         r"tool call \(1\)",
     ):
         conversation_from_multi_turn(sample)
+    edited = to_multi_turn_sample(CHAT)
+    last = edited.user_input[-1]
+    assert last.metadata is not None
+    last.metadata["ragbridge"]["turn"]["reference_tool_call_ids"] = ["r1", "r2"]
+    with pytest.raises(ValueError, match=r"reference_tool_call_ids: expected one id per reference"):
+        conversation_from_multi_turn(edited)
     human = to_multi_turn_sample(CHAT).user_input[0]
     assert human.metadata is not None
     human.metadata["ragbridge"]["turn"]["reference"] = "misplaced"

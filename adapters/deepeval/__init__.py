@@ -22,6 +22,9 @@ metrics (`metrics`, `dropins`), judges across the border (`models`), DeepEval as
   `TurnContextualRecallMetric`, `TurnContextualRelevancyMetric`, `KnowledgeRetentionMetric`,
   `ConversationCompletenessMetric`: DeepEval's names and arguments, each turn scored as a
   sample and averaged, the conversation measures in one judge call.
+* **Agents** (`ragbridge.adapters.deepeval.agent_metrics`): the drop-ins `ToolCorrectnessMetric`
+  (DeepEval's number, no judge) and `TaskCompletionMetric` on ``LLMTestCase(tools_called=,
+  expected_tools=)``, which convert to a sample's ``trajectory`` and ``reference_tool_calls``.
 * **Models** (`ragbridge.adapters.deepeval.models`): `DeepEvalJudge` runs DeepEval's own metrics
   on a ragbridge judge (retries, cache, usage); `judge_of_model` reads DeepEval's ``model=``.
 * **Provider** (`ragbridge.adapters.deepeval.provider`): ``"faithfulness:deepeval"`` and the
@@ -44,6 +47,7 @@ INSTALL_HINT = install_hint("deepeval")
 """What to run when the ``deepeval`` extra is missing."""
 
 if TYPE_CHECKING:
+    from .agent_metrics import TaskCompletionMetric, ToolCorrectnessMetric
     from .conversation_metrics import (
         ConversationCompletenessMetric,
         DeepEvalConversationalMetric,
@@ -116,6 +120,8 @@ _EXPORTS: dict[str, str] = {
     "TurnFaithfulnessMetric": "conversation_metrics",
     "TurnRelevancyMetric": "conversation_metrics",
     "JudgeCallFailed": "models",
+    "TaskCompletionMetric": "agent_metrics",
+    "ToolCorrectnessMetric": "agent_metrics",
     "judge_of_model": "models",
 }
 
@@ -135,6 +141,8 @@ __all__ = [
     "JudgeCallFailed",
     "KnowledgeRetentionMetric",
     "RagbridgeMetric",
+    "TaskCompletionMetric",
+    "ToolCorrectnessMetric",
     "TurnContextualPrecisionMetric",
     "TurnContextualRecallMetric",
     "TurnContextualRelevancyMetric",

@@ -21,6 +21,10 @@ Why it is built this way:
   as its ``reference_contexts``. When both are set, ``retrieval_context`` (what the generator
   was given) is checked and ``context`` stays the reference passages; ``contexts_from="context"``
   checks against ``context`` as DeepEval's HallucinationMetric does.
+* **An agent's tool calls** are DeepEval's ``tools_called`` (the sample's ``trajectory``) and
+  ``expected_tools`` (its ``reference_tool_calls``): what each side holds beyond the other's
+  fields rides in the record or in ``metadata["deepeval"]`` (`ragbridge.adapters.deepeval.
+  tool_calls`), so both round trips are exact.
 * **Datasets hold goldens**, because that is what DeepEval persists with their metadata:
   ``save_as("json")`` writes goldens and ``add_goldens_from_json_file`` reads their
   ``additional_metadata`` back, while ``add_test_cases_from_json_file`` (4.3) drops test case
@@ -50,6 +54,7 @@ from ragbridge.core.sample_fields import (
 )
 
 from ._framework import EvaluationDataset, Golden, LLMTestCase, RetrievedContextData
+from .tool_calls import read_tools, tool_fields, tools_payload, with_expected
 
 __all__ = [
     "CONTEXTS_FROM",
@@ -87,7 +92,7 @@ def check_contexts_from(value: str) -> None:
 
 
 def _extras(sample: Sample) -> dict[str, Any]:
-    return {"format": _FORMAT, **extras_of(sample)}
+    return {"format": _FORMAT, **extras_of(sample), **tool_fields(sample).record}
 
 
 def _fields(sample: Sample) -> dict[str, Any]:
@@ -96,6 +101,9 @@ def _fields(sample: Sample) -> dict[str, Any]:
     fields = fields_of(sample, DEEPEVAL_FIELDS)
     # DeepEval reads a None field as missing: no passages is None, not [].
     fields["retrieval_context"] = fields["retrieval_context"] or None
+    tools = tool_fields(sample)
+    fields["tools_called"] = tools.tools_called
+    fields["expected_tools"] = tools.expected_tools
     return {**fields, "name": sample.id}
 
 
@@ -159,7 +167,7 @@ def from_test_case(
         "retrieval_context": [p["text"] for p in passages],
         "context": test_case.context,
     }
-    return sample_from_fields(
+    sample = sample_from_fields(
         values,
         DEEPEVAL_FIELDS,
         where=label,
@@ -167,6 +175,18 @@ def from_test_case(
         extras=extras,
         extras_name=f"metadata[{META_KEY!r}]",
         metadata=metadata,
+    )
+    steps, calls, expected = read_tools(
+        test_case.tools_called, test_case.expected_tools, extras, label
+    )
+    if steps is None and calls is None:
+        return sample
+    return sample.model_copy(
+        update={
+            "trajectory": steps,
+            "reference_tool_calls": calls,
+            "metadata": with_expected(sample.metadata, expected, label),
+        }
     )
 
 
@@ -254,6 +274,7 @@ def _content_id(record: Any) -> str:
             for item in record.retrieval_context or []
         ],
         "context": record.context,
+        **tools_payload(record.tools_called, record.expected_tools),
     }
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
     return "deepeval-" + hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]

@@ -13,6 +13,9 @@ field, and loud where it cannot.
 * **Conversations** (`ragbridge.adapters.ragas.conversations`): a `Conversation` as RAGAS's
   ``MultiTurnSample`` and back, exactly (`to_multi_turn_sample`, `conversation_from_multi_turn`,
   and for datasets `to_multi_turn_dataset`, `from_multi_turn_dataset`).
+* **Agents** (`ragbridge.adapters.ragas.agent_metrics`): `ToolCallAccuracy` and `ToolCallF1`
+  under RAGAS's names and arguments, for ``multi_turn_ascore`` and ``ragas.evaluate``, scored
+  by ragbridge's core tool-call measures (RAGAS's values with ``compat="ragas"``, the default).
 * **Models** (`ragbridge.adapters.ragas.models`): ragbridge's judge and embedder as RAGAS's LLMs
   and embeddings (`RagasJudge`, `RagasEmbedder`, ... ``.for_collections()``), and RAGAS's or
   LangChain's models as ragbridge's (`judge_from_ragas`, `embedder_from_ragas`).
@@ -47,6 +50,7 @@ INSTALL_HINT = install_hint("ragas")
 """What to run when the ``ragas`` extra is missing."""
 
 if TYPE_CHECKING:
+    from .agent_metrics import ToolCallAccuracy, ToolCallF1
     from .conversations import (
         conversation_from_multi_turn,
         from_multi_turn_dataset,
@@ -109,6 +113,8 @@ _EXPORTS: dict[str, str] = {
     "judge_from_ragas": "models",
     "AspectCritic": "criteria",
     "RubricsScore": "criteria",
+    "ToolCallAccuracy": "agent_metrics",
+    "ToolCallF1": "agent_metrics",
     "RagbridgeMetric": "metrics",
     "RagbridgeScoreError": "metrics",
     "RagbridgeSkipped": "metrics",
@@ -142,6 +148,8 @@ __all__ = [
     "RagbridgeScoreError",
     "RagbridgeSkipped",
     "RubricsScore",
+    "ToolCallAccuracy",
+    "ToolCallF1",
     "aevaluate",
     "conversation_from_multi_turn",
     "embedder_from_ragas",

@@ -22,12 +22,19 @@ What RAGAS holds, and where the rest goes:
   of the call a tool turn answers — goes into ``message.metadata["ragbridge"]["turn"]``, in the
   form the turn has in a conversations file. RAGAS's metrics ignore message metadata, and the
   record survives ``EvaluationDataset.to_jsonl``/``from_jsonl``.
+* **Reference tool calls.** RAGAS's ``reference_tool_calls`` are the calls expected on the way
+  to the answer, which is the answering turn's ``reference_tool_calls``: the last assistant
+  turn's (`Conversation.turn_sample` gives them to the tool-call measures with its trajectory).
+  RAGAS's ``ToolCall`` has no id, so the calls' ids ride in that turn's record. A sample with no
+  AI message keeps them in ``Conversation.metadata["ragas"]["reference_tool_calls"]``
+  (``{"name", "args"}`` objects), where conversations written before turns had the field hold
+  them too: such a conversation writes them from there when its last assistant turn has none,
+  and reads them back there.
 * **Per conversation.** ``expected_outcome`` is RAGAS's ``reference``. RAGAS's
-  ``reference_tool_calls`` (``{"name", "args"}`` objects), ``reference_topics`` and ``rubrics``
-  have no ragbridge field: they live in ``Conversation.metadata["ragas"]``, as the single-turn
-  fields ragbridge lacks do (`ragbridge.adapters.ragas.rows`), and are written back from there.
-  The conversation's id and the rest of its metadata ride in the first message's record
-  (``conversation``).
+  ``reference_topics`` and ``rubrics`` have no ragbridge field: they live in
+  ``Conversation.metadata["ragas"]``, as the single-turn fields ragbridge lacks do
+  (`ragbridge.adapters.ragas.rows`), and are written back from there. The conversation's id and
+  the rest of its metadata ride in the first message's record (``conversation``).
 
 Reading a sample that has no ``ragbridge`` records makes up only what a `Conversation` needs and
 RAGAS does not record, and lists each made-up field in ``metadata["ragas"]["generated"]`` (paths
@@ -76,8 +83,12 @@ __all__ = [
 
 Message = HumanMessage | AIMessage | ToolMessage
 
-RAGAS_CONVERSATION_FIELDS = ("reference_tool_calls", "reference_topics", "rubrics")
+RAGAS_CONVERSATION_FIELDS = ("reference_topics", "rubrics")
 """``MultiTurnSample`` fields with no ragbridge slot: kept in ``Conversation.metadata["ragas"]``."""
+
+_CALLS = "reference_tool_calls"
+_CALL_IDS = "reference_tool_call_ids"
+_FROM_METADATA = "reference_tool_calls_in_metadata"
 
 _RAGAS_META = "ragas"
 _GENERATED = "generated"
@@ -100,7 +111,16 @@ def to_multi_turn_sample(conversation: Conversation) -> MultiTurnSample:
         hint = " (Conversation.from_sample makes one)" if isinstance(conversation, Sample) else ""
         raise TypeError(f"expected a Conversation, got {type(conversation).__name__}{hint}")
     where = f"conversation {conversation.id!r}"
-    fields, metadata = _split_ragas_fields(conversation.metadata)
+    answering = _answering(conversation.turns)
+    on_turn = answering is not None and answering.reference_tool_calls is not None
+    fields, metadata = _split_ragas_fields(conversation.metadata, take_calls=not on_turn)
+    in_metadata = _CALLS in fields
+    if on_turn:
+        assert answering is not None
+        assert answering.reference_tool_calls is not None
+        fields[_CALLS] = [
+            {"name": c.name, "args": dict(c.args)} for c in answering.reference_tool_calls
+        ]
     turns: list[Turn] = []
     records: list[dict[str, Any]] = []
     systems: list[dict[str, Any]] = []
@@ -113,7 +133,7 @@ def to_multi_turn_sample(conversation: Conversation) -> MultiTurnSample:
         record: dict[str, Any] = {}
         if systems:
             record["system_before"], systems = systems, []
-        extras = _turn_extras(turn)
+        extras = _turn_extras(turn, answering=on_turn and turn is answering)
         if extras:
             record["turn"] = extras
         turns.append(turn)
@@ -128,6 +148,7 @@ def to_multi_turn_sample(conversation: Conversation) -> MultiTurnSample:
     records[0]["conversation"] = {
         "id": conversation.id,
         **({"metadata": metadata} if metadata else {}),
+        **({_FROM_METADATA: True} if in_metadata and answering is not None else {}),
     }
     messages = [_message(t, r) for t, r in zip(turns, records, strict=True)]
     try:
@@ -161,12 +182,21 @@ def to_multi_turn_dataset(conversations: Iterable[Conversation]) -> EvaluationDa
     return EvaluationDataset(samples=list(samples))
 
 
-def _split_ragas_fields(metadata: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The RAGAS fields kept in ``metadata["ragas"]``, and the metadata without them."""
+def _answering(turns: Sequence[Turn]) -> Turn | None:
+    """The turn that answers: the last assistant turn (None when there is none)."""
+    return next((t for t in reversed(turns) if t.role == "assistant"), None)
+
+
+def _split_ragas_fields(
+    metadata: Mapping[str, Any], *, take_calls: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The RAGAS fields kept in ``metadata["ragas"]`` (the reference tool calls only when
+    ``take_calls``: the answering turn has none), and the metadata without them."""
     ragas = metadata.get(_RAGAS_META)
     if not isinstance(ragas, Mapping):
         return {}, dict(metadata)
-    fields = {k: ragas[k] for k in RAGAS_CONVERSATION_FIELDS if ragas.get(k) is not None}
+    names = (*RAGAS_CONVERSATION_FIELDS, _CALLS) if take_calls else RAGAS_CONVERSATION_FIELDS
+    fields = {k: ragas[k] for k in names if ragas.get(k) is not None}
     if not fields:
         return {}, dict(metadata)
     rest = {k: v for k, v in ragas.items() if k not in fields}
@@ -191,12 +221,18 @@ def _check_tool_follows_call(before: Sequence[Turn], position: int, where: str) 
     )
 
 
-def _turn_extras(turn: Turn) -> dict[str, Any]:
-    """What ``turn``'s message has no field for, in the turn's own (conversations-file) form."""
+def _turn_extras(turn: Turn, *, answering: bool = False) -> dict[str, Any]:
+    """What ``turn``'s message has no field for, in the turn's own (conversations-file) form;
+    the answering turn's reference tool calls are the sample's, all but their ids."""
     extras = turn.model_dump(exclude_defaults=True, exclude=_ON_MESSAGE)
     ids = [call.id for call in turn.tool_calls]
     if any(i is not None for i in ids):
         extras["tool_call_ids"] = ids
+    if answering:
+        del extras[_CALLS]
+        expected_ids = [call.id for call in turn.reference_tool_calls or []]
+        if any(i is not None for i in expected_ids):
+            extras[_CALL_IDS] = expected_ids
     if turn.role == "assistant" and turn.content == "":
         extras["empty_content"] = True
     if EXTRAS_KEY in turn.metadata:  # the message's own key is taken: keep the turn's apart
@@ -221,7 +257,7 @@ def _message(turn: Turn, record: dict[str, Any]) -> Message:
 
 def _plain(name: str, value: Any) -> Any:
     """A RAGAS field's value as plain data, as ``metadata["ragas"]`` holds it."""
-    if name == "reference_tool_calls" and value is not None:
+    if name == _CALLS and value is not None:
         return [call.model_dump() for call in value]
     return value
 
@@ -296,13 +332,14 @@ def _conversation(
             origin.append(index)
     generated: list[str] = []
     _pair_tool_turns(turns, origin, where, generated)
+    calls_in_metadata = _place_reference_calls(sample, turns, head, where)
     conversation_id = head.get("id")
     if conversation_id is None:
         conversation_id = given_id
     if conversation_id is None:
         conversation_id = default_id()
         generated.insert(0, "id")
-    metadata = _metadata(head, sample, where, generated)
+    metadata = _metadata(head, sample, where, generated, calls_in_metadata)
     checked = [
         _checked_turn(t, f"{where}: user_input[{i}]") for t, i in zip(turns, origin, strict=True)
     ]
@@ -354,6 +391,9 @@ def _turn_of(message: Message, own: dict[str, Any], record: Any, at: str) -> dic
     turn: dict[str, Any] = {"role": role, "content": message.content, "metadata": own}
     empty = extras.pop("empty_content", False)
     call_ids = extras.pop("tool_call_ids", None)
+    expected_ids = extras.pop(_CALL_IDS, None)
+    if expected_ids is not None:
+        turn[_CALL_IDS] = expected_ids  # for _place_reference_calls
     if isinstance(message, AIMessage):
         if message.content == "" and not empty:
             turn["content"] = None
@@ -413,8 +453,42 @@ def _fresh(name: str, taken: set[str]) -> str:
     return candidate
 
 
+def _place_reference_calls(
+    sample: MultiTurnSample, turns: list[dict[str, Any]], head: Mapping[str, Any], where: str
+) -> bool:
+    """Put the sample's reference tool calls on the answering (last assistant) turn, with the
+    ids its record kept; True when they belong in the conversation's metadata instead (no
+    assistant turn, or written from there: see the module)."""
+    answering = next((t for t in reversed(turns) if t.get("role") == "assistant"), None)
+    ids = answering.pop(_CALL_IDS, None) if answering is not None else None
+    calls = sample.reference_tool_calls
+    if calls is None:
+        return False
+    if answering is None or head.get(_FROM_METADATA):
+        return True
+    if ids is not None and (not isinstance(ids, list) or len(ids) != len(calls)):
+        raise ValueError(
+            f"{where}: metadata.{EXTRAS_KEY}.turn.{_CALL_IDS}: expected one id per reference "
+            f"tool call ({len(calls)}); were the reference tool calls edited after conversion?"
+        )
+    if answering.get(_CALLS) is not None:
+        raise ValueError(
+            f"{where}: the answering turn's record holds reference tool calls, and the sample "
+            "has its own: RAGAS's reference_tool_calls are that turn's"
+        )
+    answering[_CALLS] = [
+        {"name": call.name, "args": call.args, "id": call_id}
+        for call, call_id in zip(calls, ids or [None] * len(calls), strict=True)
+    ]
+    return False
+
+
 def _metadata(
-    head: Mapping[str, Any], sample: MultiTurnSample, where: str, generated: list[str]
+    head: Mapping[str, Any],
+    sample: MultiTurnSample,
+    where: str,
+    generated: list[str],
+    calls_in_metadata: bool,
 ) -> dict[str, Any]:
     """The conversation's metadata: its kept metadata, RAGAS's fields that ragbridge has no
     slot for (under ``"ragas"``, the sample's values winning), and what was made up."""
@@ -424,9 +498,10 @@ def _metadata(
             f"{where}: metadata.{EXTRAS_KEY}.conversation.metadata: expected an object"
         )
     metadata = dict(kept or {})
+    names = (*RAGAS_CONVERSATION_FIELDS, _CALLS) if calls_in_metadata else RAGAS_CONVERSATION_FIELDS
     fields = {
         name: _plain(name, getattr(sample, name))
-        for name in RAGAS_CONVERSATION_FIELDS
+        for name in names
         if getattr(sample, name) is not None
     }
     if generated:
