@@ -16,6 +16,9 @@
 * **Conversations** (`ragbridge.adapters.llamaindex.conversations`): scripted sessions replayed
   through a chat engine, each turn with its own contexts and the engine's memory reset between
   conversations (`capture_chat_sessions`).
+* **Agents** (`ragbridge.adapters.llamaindex.trajectories`): ``FunctionAgent``, ``ReActAgent``
+  and ``AgentWorkflow`` runs as samples with a ``trajectory`` (every tool call, its result, the
+  contexts a retrieval step returned) or as conversations (`capture_agent_runs`).
 * **Shadow scoring** (`ragbridge.adapters.llamaindex.shadow`): ``shadow(engine, metrics)``
   answers as the engine does, records every query and scores a sample in the background.
 
@@ -61,12 +64,20 @@ from .retrieval import (
     qa_samples,
 )
 from .shadow import SHADOW_TAG, ShadowQueryEngine, shadow
+from .trajectories import (
+    AgentRunOptions,
+    acapture_agent_conversations,
+    acapture_agent_runs,
+    capture_agent_conversations,
+    capture_agent_runs,
+)
 
 __all__ = [
     "INSTALL_HINT",
     "LLAMAINDEX_METRICS",
     "LLAMAINDEX_PASSING",
     "SHADOW_TAG",
+    "AgentRunOptions",
     "CapturedQuery",
     "CapturedRetrieval",
     "ChatTurnError",
@@ -83,9 +94,13 @@ __all__ = [
     "RagbridgeRetrieverEvaluator",
     "RetrievalCapture",
     "ShadowQueryEngine",
+    "acapture_agent_conversations",
+    "acapture_agent_runs",
     "acapture_chat_sessions",
     "arun_query_engine",
     "arun_retriever",
+    "capture_agent_conversations",
+    "capture_agent_runs",
     "capture_chat_sessions",
     "capture_retrievals",
     "engine_kind",
