@@ -39,6 +39,7 @@ from ragbridge.core import Context, Sample, evaluate
 from ragbridge.core.metrics import Faithfulness
 from ragbridge.core.metrics.providers.offline import DEFAULT_SIMILARITY
 from ragbridge.core.metrics.providers.offline.matching import DEFAULT_COVERAGE
+from ragbridge.core.metrics.providers.offline.support import answer_support, claim_support
 from ragbridge.core.results.stats import auroc
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared/data/faithbench_dev/faithbench.jsonl"
@@ -62,12 +63,22 @@ def balanced_accuracy(labels: np.ndarray[Any, Any], predicted: np.ndarray[Any, A
 def unfaithfulness(
     claims: list[dict[str, Any]], similarity: float, coverage: float = DEFAULT_COVERAGE
 ) -> float:
-    """1 - faithfulness recomputed at other thresholds from the stored details."""
-    supported = [
-        c["similarity"] >= similarity and c["coverage"] >= coverage and not c["missing_terms"]
+    """1 - faithfulness recomputed at other thresholds from the stored details, as the provider
+    computes it (`ragbridge.core.metrics.providers.offline.support`): each claim's verdict
+    graded by its unexplained words, the summary's mean graded by its weakest claim."""
+    supports = [
+        claim_support(
+            1.0
+            if c["similarity"] >= similarity
+            and c["coverage"] >= coverage
+            and not c["missing_terms"]
+            and not c["first_person"]
+            else 0.5,
+            c["unexplained_weight"],
+        )
         for c in claims
     ]
-    return 1.0 - float(np.mean(supported))
+    return 1.0 - answer_support(supports, short=False)
 
 
 def best_rule(
@@ -128,7 +139,17 @@ def main() -> None:
         default = balanced_accuracy(labels, (scores >= 0.5).astype(int))
         area = auroc(labels.tolist(), scores.tolist())
         print(f"{'ragbridge offline, default verdict':<38} {default:13.3f} {area:7.3f}")
-        strict = balanced_accuracy(labels, (scores > 0).astype(int))
+        any_unsupported = [
+            any(
+                c["similarity"] < DEFAULT_SIMILARITY
+                or c["coverage"] < DEFAULT_COVERAGE
+                or c["missing_terms"]
+                or c["first_person"]
+                for c in summary
+            )
+            for summary in claims
+        ]
+        strict = balanced_accuracy(labels, np.array(any_unsupported, dtype=int))
         print(f"{'ragbridge offline, any unsupported':<38} {strict:13.3f}")
         predicted = np.zeros(len(rows), dtype=int)
         for held_out in sorted(set(sources)):

@@ -75,18 +75,21 @@ def test_a_claim_needs_both_similarity_and_its_numbers() -> None:
     )
     result = score(Faithfulness(provider="offline"), sample, TableEmbedder(table))
     assert result.details["short_answer"] is False  # type: ignore[attr-defined]
-    assert result.value == pytest.approx(2 / 3)  # type: ignore[attr-defined]
     claims = result.details["claims"]  # type: ignore[attr-defined]
     assert claims[0]["supported"] is True
     assert claims[0]["best_match"] == "Staff get 25 days of paid leave."
     assert claims[1]["supported"] is False
     assert claims[1]["missing_terms"] == ["30"]
     assert claims[1]["similarity"] > 0.95
+    # graded (`offline.support`): supports 1, 0.25 ("30" unexplained), 1; the mean 0.75 keeps
+    # the verdict of 2 of 3 supported, and the weakest claim (0.25) halves its margin
+    assert [c["support"] for c in claims] == [1.0, 0.25, 1.0]
+    assert result.value == pytest.approx(0.625)  # type: ignore[attr-defined]
     assert result.provider == "offline"  # type: ignore[attr-defined]
     assert result.judge_model == "table"  # type: ignore[attr-defined]
     assert result.usage.calls == 0  # type: ignore[attr-defined]
     hallucination = score(Hallucination(provider="offline"), sample, TableEmbedder(table))
-    assert hallucination.value == pytest.approx(1 / 3)  # type: ignore[attr-defined]
+    assert hallucination.value == pytest.approx(0.375)  # type: ignore[attr-defined]
 
 
 def test_a_long_claim_needs_its_vocabulary_in_the_contexts() -> None:
@@ -109,7 +112,9 @@ def test_a_long_claim_needs_its_vocabulary_in_the_contexts() -> None:
     assert first["similarity"] > 0.85
     assert first["coverage"] < DEFAULT_COVERAGE
     assert first["supported"] is False
-    assert result.value == pytest.approx(2 / 3)  # type: ignore[attr-defined]
+    assert first["support"] < 0.5  # its unexplained words: "car", "company", "fuel", ...
+    assert result.value is not None  # type: ignore[attr-defined]
+    assert 0.5 < result.value < 2 / 3  # type: ignore[attr-defined]
 
 
 def test_offline_edge_cases() -> None:
@@ -510,11 +515,14 @@ def test_a_short_answer_is_checked_with_its_question_folded_in() -> None:
     right = _faith(WIFE, "American", PEGGY)
     made_up = _faith(WIFE, "Scottish", PEGGY)
     restated = _faith(WIFE, "James Henry Miller's wife was British.", PEGGY)
-    assert (right.value, made_up.value, restated.value) == (1.0, 0.0, 0.0)
+    assert right.value == 1.0
+    # graded, not clipped to 0: the restated answer holds "james henry miller" the context
+    # states, so it ranks above a bare invented word
+    assert 0.0 < made_up.value < restated.value < 0.1
     assert right.details["short_answer"] is True
     assert right.details["claims"][0]["terms"] == ["american"]
     assert restated.details["claims"][0]["missing_terms"] == ["british"]
-    assert _faith(WIFE, "Scottish", PEGGY, "hallucination").value == 1.0
+    assert _faith(WIFE, "Scottish", PEGGY, "hallucination").value == 1.0 - made_up.value
 
 
 def test_possessives_numbers_and_accents_meet_their_other_forms() -> None:

@@ -133,7 +133,11 @@ def test_a_lone_one_or_two_asks_nothing_but_supports_a_digit() -> None:
         "faithfulness", context, answer="Storey finished over 2 minutes ahead of Harkowska."
     )
     assert _claim(digits)["missing_terms"] == []
-    assert digits.value == 1.0
+    spelled = _score(
+        "faithfulness", context, answer="Storey finished over two minutes ahead of Harkowska."
+    )
+    assert _claim(digits)["unexplained"] == ["over"]  # "over" is not "more than"; "2" is found
+    assert digits.value == spelled.value > 0.5
     assert lone_counts(context) == {"2"}
     assert canonical("one of the two bands") == "one of the two bands"
     assert "2" not in salient("Wilk played in two rock bands.")

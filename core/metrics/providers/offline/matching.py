@@ -45,6 +45,7 @@ from ....text.words import (
     words,
 )
 from ...base import MetricContext
+from .support import unopened
 
 __all__ = [
     "DEFAULT_COVERAGE",
@@ -182,15 +183,16 @@ class Support:
 
 
 def claims_of(text: str) -> tuple[list[str], list[str]]:
-    """(the sentences of ``text`` to check, without their attribution frame; the preambles
-    left out). See `is_preamble` and `unframed`."""
+    """(the sentences of ``text`` to check, without their attribution frame and opening
+    discourse markers; the preambles left out). See `is_preamble`, `unframed` and
+    `.support.unopened`."""
     claims: list[str] = []
     skipped: list[str] = []
     for sentence in sentences(text):
         if is_preamble(sentence):
             skipped.append(sentence)
         else:
-            claims.append(unframed(sentence))
+            claims.append(unframed(unopened(sentence)))
     return claims, skipped
 
 
