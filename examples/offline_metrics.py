@@ -12,8 +12,12 @@ the one that states a number the contexts do not contain.
 ``paraphrase`` says what the policy says in other words ("Their manager must approve it." for
 "Leave requests need the approval of the line manager."). A short answer's sentences are
 checked with their question folded in, term by term, word forms folded (approve = approval), so
-it is followed. Looser rewording is not: the offline provider is a cheap regression signal, not
-a verdict on a single answer (a judge or the ``nli`` provider reads meaning).
+it is followed. Each word no context holds lowers a sentence's support within its verdict: a
+content word ("get" for "receive") halves its distance above 0.5, a function word ("each" for
+"per") counts a quarter as much (x0.84). So even ``faithful``, whose sentences each hold one
+function word the contexts lack ("each", "their"), scores 0.92, not 1. Looser rewording is not
+followed: the offline provider is a cheap regression signal, not a verdict on a single answer
+(a judge or the ``nli`` provider reads meaning).
 """
 
 from __future__ import annotations
@@ -97,8 +101,8 @@ def main() -> None:
         values = [f"{c.value:13.2f}" if c and c.value is not None else f"{'-':>13}" for c in cells]
         print(f"{sample.id:<14}" + "".join(values) + f"  {verdict(cells[0])}")
     print(
-        f"\nverdict: faithful when faithfulness > {FAITHFUL_ABOVE:.2f} (the mean support of the "
-        "answer's sentences), else unfaithful"
+        f"\nverdict: faithful when faithfulness > {FAITHFUL_ABOVE:.2f} (a short answer's value is "
+        "its weakest sentence's support), else unfaithful"
     )
     for sample in SAMPLES:
         score = result.get(sample.id, "faithfulness")
@@ -121,13 +125,17 @@ def explain(sample_id: str, score: Score | None) -> None:
     print(f"\nwhy {sample_id!r} scores {score.value:.2f}:")
     needed = score.details.get("similarity_threshold")
     for claim in score.details["claims"]:
-        support = claim.get("support")  # short answers: a graded support per sentence
+        support = claim.get("support")  # a graded support per sentence
         if support is not None and support < 1.0:
-            print(
-                f"  {claim['claim']!r}: support {support:.2f} (terms it adds found: "
-                f"{claim['term_coverage']:.2f}; its terms in one context sentence: "
-                f"{claim['co_support']:.2f})"
+            found = (
+                f"terms it adds found: {claim['term_coverage']:.2f}; its terms in one context "
+                f"sentence: {claim['co_support']:.2f}"
+                if "term_coverage" in claim  # a short answer's sentence
+                else f"terms in the contexts: {claim['coverage']:.2f}"
             )
+            print(f"  {claim['claim']!r}: support {support:.2f} ({found})")
+            if claim.get("unexplained"):
+                print(f"    words no context holds: {claim['unexplained']}")
         if claim["supported"]:
             continue
         print(f"  unsupported: {claim['claim']!r}")
