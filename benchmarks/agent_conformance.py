@@ -37,7 +37,7 @@ import os
 
 # Before any framework import: no telemetry.
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
-os.environ.setdefault("LANGSMITH_TRACING", "false")
+os.environ.pop("LANGSMITH_TRACING", None)  # never try to reach the API (a test imports this)
 
 import argparse
 import asyncio

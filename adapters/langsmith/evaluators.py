@@ -165,7 +165,7 @@ _FEEDBACK_CONFIG = {"type": "continuous", "min": 0, "max": 1}
 _ID_KEY_IN_TEXT = re.compile(r"id_key=('[^']*')")
 
 
-def _feedback_keys(keys: Mapping[str, str] | str | None, metrics: Sequence[str]) -> dict[str, str]:
+def feedback_keys(keys: Mapping[str, str] | str | None, metrics: Sequence[str]) -> dict[str, str]:
     """Metric name → feedback key, from a mapping or a preset name (`KEY_PRESETS`)."""
     if isinstance(keys, str):
         preset = KEY_PRESETS.get(keys)
@@ -277,7 +277,7 @@ class RagbridgeEvaluators:
         # Every run's scores are kept (records=None): the summary evaluators read them back.
         self.scorer = Scorer(metrics, settings=built, records=None)
         self.metrics = list(self.scorer.names)
-        self.keys: dict[str, str] = _feedback_keys(keys, self.metrics)
+        self.keys: dict[str, str] = feedback_keys(keys, self.metrics)
         self.id_key = id_key
         self._lock = threading.Lock()
         self._scored_in: dict[str, Any] = {}  # run id -> the evaluator run that scored it

@@ -42,7 +42,7 @@ _ROLES: dict[str, Role] = {
 }
 
 
-def _fields(message: Any) -> Mapping[str, Any] | None:
+def message_fields(message: Any) -> Mapping[str, Any] | None:
     """A message's fields as a mapping (LangChain's serialised form unwrapped), or None."""
     if isinstance(message, Mapping):
         if message.get("lc") == 1 and isinstance(message.get("kwargs"), Mapping):
@@ -62,7 +62,7 @@ def _fields(message: Any) -> Mapping[str, Any] | None:
     return None
 
 
-def _pair(message: Any) -> tuple[str, Any] | None:
+def message_pair(message: Any) -> tuple[str, Any] | None:
     """A ``(role, content)`` pair (a tuple, or a two-item list once serialised), or None."""
     if (
         isinstance(message, Sequence)
@@ -77,11 +77,11 @@ def _pair(message: Any) -> tuple[str, Any] | None:
 def message_role(message: Any) -> Role | None:
     """The ragbridge role of a message (``human`` → user, ``ai`` → assistant, ...), or None
     when ``message`` is not a message."""
-    pair = _pair(message)
+    pair = message_pair(message)
     if pair is not None:
         raw: Any = pair[0]
     else:
-        fields = _fields(message)
+        fields = message_fields(message)
         if fields is None:
             return None
         raw = fields.get("role") or fields.get("type")
@@ -111,10 +111,10 @@ def _text(content: Any) -> str | None:
 
 def message_text(message: Any) -> str | None:
     """The text a message says (text blocks joined by newlines), or None when it has none."""
-    pair = _pair(message)
+    pair = message_pair(message)
     if pair is not None:
         return _text(pair[1])
-    fields = _fields(message)
+    fields = message_fields(message)
     return None if fields is None else _text(fields.get("content"))
 
 
@@ -152,7 +152,7 @@ def after_last(messages: Sequence[Any], role: Role) -> list[Any]:
     return list(messages)
 
 
-def _tool_call(call: Any, where: str) -> ToolCall:
+def message_tool_call(call: Any, where: str) -> ToolCall:
     """One tool call: LangChain's ``{"name", "args", "id"}`` or OpenAI's ``{"id", "function":
     {"name", "arguments": <JSON text>}}``."""
     if not isinstance(call, Mapping):
@@ -189,9 +189,9 @@ def turns_from_messages(messages: Sequence[Any]) -> list[Turn]:
         if role is None:
             raise ValueError(f"{where}: not a chat message (no role or type): {message!r:.80}")
         text = message_text(message)
-        fields = _fields(message) or {}
+        fields = message_fields(message) or {}
         if role == "assistant":
-            calls = [_tool_call(c, where) for c in fields.get("tool_calls") or []]
+            calls = [message_tool_call(c, where) for c in fields.get("tool_calls") or []]
             turns.append(Turn(role=role, content=text or (None if calls else ""), tool_calls=calls))
         elif role == "tool":
             call_id = fields.get("tool_call_id")

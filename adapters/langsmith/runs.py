@@ -85,7 +85,7 @@ _REFERENCE_KEYS = ("reference", "ground_truth", "expected_output", "answer")
 # --------------------------------------------------------------------------- question / answer
 
 
-def _question(root: Any, question_key: str | None) -> str:
+def run_question(root: Any, question_key: str | None) -> str:
     inputs = field_of(root, "inputs") or {}
     if question_key is not None:
         if not isinstance(inputs, Mapping) or question_key not in inputs:
@@ -103,7 +103,7 @@ def _question(root: Any, question_key: str | None) -> str:
     return found
 
 
-def _answer(root: Any, answer_key: str | None, answer_run: str | None) -> str | None:
+def run_answer(root: Any, answer_key: str | None, answer_run: str | None) -> str | None:
     source = root
     if answer_run is not None:
         named = [r for r in descendants(root) if field_of(r, "name") == answer_run]
@@ -122,7 +122,7 @@ def _answer(root: Any, answer_key: str | None, answer_run: str | None) -> str | 
     return find_text(outputs, _ANSWER_KEYS)
 
 
-def _example_fields(example: Any) -> tuple[str | None, list[str] | None, dict[str, int] | None]:
+def example_fields(example: Any) -> tuple[str | None, list[str] | None, dict[str, int] | None]:
     """Reference answer, reference contexts and graded relevance from an example's outputs."""
     outputs = field_of(example, "outputs") or {}
     if not isinstance(outputs, Mapping):
@@ -178,11 +178,11 @@ def sample_from_run(
     selected = select_retrievers(run, retriever)
     chosen = selected[-1]
     contexts = retrieved_contexts(chosen)
-    question = _question(run, question_key)
-    answer = _answer(run, answer_key, answer_run)
+    question = run_question(run, question_key)
+    answer = run_answer(run, answer_key, answer_run)
     reference = reference_contexts = relevance = None
     if example is not None:
-        reference, reference_contexts, relevance = _example_fields(example)
+        reference, reference_contexts, relevance = example_fields(example)
     example_id = example_id_of(run, example)
     info: dict[str, Any] = {
         "run_id": str(field_of(run, "id")),
@@ -198,7 +198,7 @@ def sample_from_run(
             {"id": str(field_of(r, "id")), "name": field_of(r, "name")} for r in selected[:-1]
         ]
     metadata: dict[str, Any] = {"langsmith": info}
-    models = _model_names(run)
+    models = run_model_names(run)
     if models:  # the last LLM run wrote the answer; `ragbridge eval` warns if it also judges
         metadata["generator_model"] = models[-1]
         if len(models) > 1:
@@ -215,7 +215,7 @@ def sample_from_run(
     )
 
 
-def _model_names(run: Any) -> list[str]:
+def run_model_names(run: Any) -> list[str]:
     """Distinct model names of the ``llm`` runs in a trace, in start order.
 
     LangChain records ``ls_model_name`` in a run's metadata; other tracers only the invocation
@@ -330,7 +330,7 @@ def load_runs(path: str | os.PathLike[str]) -> list[Run]:
 # --------------------------------------------------------------------------- many runs
 
 
-def _examples_by_id(examples: Iterable[Any] | Mapping[str, Any] | None) -> dict[str, Any]:
+def examples_by_id(examples: Iterable[Any] | Mapping[str, Any] | None) -> dict[str, Any]:
     if examples is None:
         return {}
     if isinstance(examples, Mapping):
@@ -359,7 +359,7 @@ def samples_from_runs(
     ids = {str(field_of(r, "id")) for r in items}
     if any(str(field_of(r, "parent_run_id")) in ids for r in items):
         items = build_run_trees(items)
-    by_id = _examples_by_id(examples)
+    by_id = examples_by_id(examples)
     samples = []
     for root in items:
         parent = field_of(root, "parent_run_id")

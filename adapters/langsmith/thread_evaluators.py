@@ -56,7 +56,7 @@ from ragbridge.core.scoring.scorer import explain
 from ragbridge.core.settings import Settings, SettingsOptions
 
 from ._framework import EvaluationResult, EvaluationResults
-from .evaluators import _feedback_keys
+from .evaluators import feedback_keys
 from .messages import turns_from_messages
 from .reading import field_of
 from .threads import read_thread_runs
@@ -157,7 +157,7 @@ class ThreadEvaluator:
         self.conversation_metrics: list[Metric] = resolve_metrics(whole) if whole else []
         self.settings = Settings.of(settings, options)
         names = [m.name for m in (*self.metrics, *self.conversation_metrics)]
-        self.keys = _feedback_keys(keys, names)
+        self.keys = feedback_keys(keys, names)
         self.__name__ = "ragbridge_thread"
 
     # ----------------------------------------------------------------- scoring

@@ -69,7 +69,7 @@ from .reading import (
     select_retrievers,
     start_key,
 )
-from .runs import RunReading, _answer, _model_names, _question, build_run_trees
+from .runs import RunReading, build_run_trees, run_answer, run_model_names, run_question
 
 __all__ = [
     "THREAD_KEYS",
@@ -162,12 +162,12 @@ def thread_key(run: Any) -> Thread | None:
 # --------------------------------------------------------------------------- one exchange
 
 
-def _question_of(root: Any, question_key: str | None) -> tuple[str, int | None]:
+def thread_question(root: Any, question_key: str | None) -> tuple[str, int | None]:
     """The turn's question, and how many messages the run was sent (None: no message list)."""
     inputs = field_of(root, "inputs")
     history = messages_in(inputs) if question_key is None else None
     if history is None:
-        return _question(root, question_key), None
+        return run_question(root, question_key), None
     question = last_text(history, "user")
     if question is None:
         raise ValueError(
@@ -177,12 +177,12 @@ def _question_of(root: Any, question_key: str | None) -> tuple[str, int | None]:
     return question, len(history)
 
 
-def _answer_of(root: Any, answer_key: str | None, answer_run: str | None) -> str | None:
+def thread_answer(root: Any, answer_key: str | None, answer_run: str | None) -> str | None:
     if answer_key is None and answer_run is None:
         said = messages_in(field_of(root, "outputs"))
         if said is not None:  # only what came after the user's message answers it
             return last_text(after_last(said, "user"), "assistant")
-    return _answer(root, answer_key, answer_run)
+    return run_answer(root, answer_key, answer_run)
 
 
 def _retrievals(root: Any, retriever: RetrieverSelector) -> list[Any]:
@@ -199,8 +199,8 @@ def _run_ref(run: Any) -> dict[str, Any]:
 
 def _exchange(root: Any, thread: Thread, reading: ThreadReading) -> tuple[Turn, Turn, bool]:
     """The user and assistant turns one root run records, and whether it retrieved."""
-    question, sent = _question_of(root, reading.get("question_key"))
-    answer = _answer_of(root, reading.get("answer_key"), reading.get("answer_run"))
+    question, sent = thread_question(root, reading.get("question_key"))
+    answer = thread_answer(root, reading.get("answer_key"), reading.get("answer_run"))
     found = _retrievals(root, reading.get("retriever"))
     used = found if reading.get("retrievals", "last") == "all" else found[-1:]
     contexts: list[Context] = [c for run in used for c in retrieved_contexts(run)]
@@ -220,7 +220,7 @@ def _exchange(root: Any, thread: Thread, reading: ThreadReading) -> tuple[Turn, 
     if sent is not None:
         info["messages_in"] = sent
     metadata: dict[str, Any] = {"langsmith": info}
-    models = _model_names(root)
+    models = run_model_names(root)
     if models:
         metadata["generator_model"] = models[-1]
     user = Turn(role="user", content=question)

@@ -55,7 +55,14 @@ from ragbridge.core.sample import Context, Sample
 from ragbridge.core.trajectory import Step
 from ragbridge.core.turn import ToolCall, Turn
 
-from .messages import _fields, _tool_call, last_text, message_role, message_text, messages_in
+from .messages import (
+    last_text,
+    message_fields,
+    message_role,
+    message_text,
+    message_tool_call,
+    messages_in,
+)
 from .reading import (
     RetrieverSelector,
     descendants,
@@ -64,8 +71,8 @@ from .reading import (
     retrieved_contexts,
     start_key,
 )
-from .runs import _example_fields, _examples_by_id, _model_names, build_run_trees
-from .threads import _answer_of, _question_of
+from .runs import build_run_trees, example_fields, examples_by_id, run_model_names
+from .threads import thread_answer, thread_question
 
 __all__ = [
     "RunSelector",
@@ -150,7 +157,7 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _json_safe(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
     """``value`` as JSON would carry it (what a saved sample, RAGAS and agentevals compare)."""
     return json.loads(json.dumps(value, ensure_ascii=False, default=_jsonable))
 
@@ -159,7 +166,7 @@ def _args(run: Any) -> dict[str, Any]:
     inputs = field_of(run, "inputs")
     if inputs is None:
         return {}
-    safe = _json_safe(inputs)
+    safe = json_safe(inputs)
     return dict(safe) if isinstance(safe, dict) else {"input": safe}
 
 
@@ -187,7 +194,7 @@ def _call_id(run: Any) -> str | None:
     extra = field_of(run, "extra")
     found = extra.get("tool_call_id") if isinstance(extra, Mapping) else None
     if found is None:
-        message = _fields(_returned(field_of(run, "outputs")))
+        message = message_fields(_returned(field_of(run, "outputs")))
         found = message.get("tool_call_id") if message is not None else None
     return None if found is None or found == "" else str(found)
 
@@ -292,10 +299,10 @@ def _union(steps: Iterable[Step]) -> list[Context]:
 def _calls_of(messages: Iterable[Any], where: str) -> list[ToolCall]:
     calls: list[ToolCall] = []
     for index, message in enumerate(messages):
-        fields = _fields(message)
+        fields = message_fields(message)
         if message_role(message) == "assistant" and fields is not None:
             raw = fields.get("tool_calls") or []
-            calls.extend(_tool_call(c, f"{where}[{index}]") for c in raw)
+            calls.extend(message_tool_call(c, f"{where}[{index}]") for c in raw)
     return calls
 
 
@@ -307,7 +314,7 @@ def _reference_calls(example: Any) -> list[ToolCall] | None:
         return None
     given = outputs.get("reference_tool_calls")
     if isinstance(given, (list, tuple)):
-        return [_tool_call(c, f"reference_tool_calls[{i}]") for i, c in enumerate(given)]
+        return [message_tool_call(c, f"reference_tool_calls[{i}]") for i, c in enumerate(given)]
     trajectory = messages_in(outputs)
     if trajectory is not None:
         return _calls_of(trajectory, "reference messages") or None
@@ -345,12 +352,12 @@ def sample_from_trace(
     if run is None:
         raise ValueError("sample_from_trace() got None instead of a run")
     steps = trajectory_from_run(run, tool=tool, retriever=retriever)
-    question, sent = _question_of(run, question_key)
-    answer = _answer_of(run, answer_key, answer_run)
+    question, sent = thread_question(run, question_key)
+    answer = thread_answer(run, answer_key, answer_run)
     reference = reference_contexts = relevance = None
     reference_calls = None
     if example is not None:
-        reference, reference_contexts, relevance = _example_fields(example)
+        reference, reference_contexts, relevance = example_fields(example)
         reference = _reference(example, reference)
         reference_calls = _reference_calls(example)
     example_id = example_id_of(run, example)
@@ -366,7 +373,7 @@ def sample_from_trace(
     if sent is not None:
         info["messages_in"] = sent
     metadata: dict[str, Any] = {"langsmith": info}
-    models = _model_names(run)
+    models = run_model_names(run)
     if models:
         metadata["generator_model"] = models[-1]
         if len(models) > 1:
@@ -424,7 +431,7 @@ def samples_from_traces(
     ]
     _named_selector_seen(roots, reading.get("tool"), "tool", "tool")
     _named_selector_seen(roots, reading.get("retriever"), "retriever", "retriever")
-    by_id = _examples_by_id(examples)
+    by_id = examples_by_id(examples)
     samples = []
     for root in roots:
         ref = field_of(root, "reference_example_id")

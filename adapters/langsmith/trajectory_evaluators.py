@@ -55,9 +55,9 @@ from ragbridge.core.trajectory import Step
 from ragbridge.core.turn import ToolCall
 
 from .criteria import JudgeOptions, JudgeResult, LLMJudge, create_llm_as_judge
-from .messages import _fields, _pair, _tool_call, message_role, message_text
+from .messages import message_fields, message_pair, message_role, message_text, message_tool_call
 from .tracing import carry_context
-from .trajectories import _json_safe
+from .trajectories import json_safe
 
 __all__ = [
     "TRAJECTORY_ACCURACY_PROMPT",
@@ -133,8 +133,8 @@ def _role_name(message: Any, where: str) -> str:
     role = message_role(message)
     if role is None:
         raise ValueError(f"{where}: not a chat message (no role or type): {message!r:.80}")
-    pair = _pair(message)
-    fields = _fields(message) or {}
+    pair = message_pair(message)
+    fields = message_fields(message) or {}
     raw = pair[0] if pair is not None else fields.get("role") or fields.get("type")
     name = str(raw).lower().removesuffix("message")
     return name if name in _KEPT_ROLES else role
@@ -147,7 +147,7 @@ def read_trajectory_messages(messages: Any, *, argument: str = "outputs") -> lis
     for index, message in enumerate(_message_list(messages, argument)):
         where = f"{argument}[{index}]"
         role = _role_name(message, where)
-        fields = _fields(message) or {}
+        fields = message_fields(message) or {}
         calls: tuple[ToolCall, ...] = ()
         if role == "assistant":
             calls = tuple(_read_call(c, where) for c in fields.get("tool_calls") or [])
@@ -168,8 +168,8 @@ def _read_call(raw: Any, where: str) -> ToolCall:
     compares. An empty id (agentevals writes ``""`` for a missing one) is no id."""
     if isinstance(raw, Mapping) and raw.get("id") == "":
         raw = {k: v for k, v in raw.items() if k != "id"}
-    call = _tool_call(raw, where)
-    return ToolCall(name=call.name, args=_json_safe(call.args), id=call.id)
+    call = message_tool_call(raw, where)
+    return ToolCall(name=call.name, args=json_safe(call.args), id=call.id)
 
 
 def steps_from_messages(messages: Any, *, argument: str = "outputs") -> list[Step]:

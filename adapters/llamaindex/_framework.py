@@ -17,9 +17,14 @@ quiet_frameworks()  # before llama_index is imported
 
 try:  # every name at once: a LlamaIndex too old or broken to have one also names the extra
     from llama_index.core import Settings as LlamaSettings
+    from llama_index.core.agent.workflow import AgentOutput, ToolCallResult
     from llama_index.core.base.base_query_engine import BaseQueryEngine
     from llama_index.core.base.llms.types import ChatMessage, MessageRole
     from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
+    from llama_index.core.chat_engine import (
+        CondensePlusContextChatEngine,
+        CondenseQuestionChatEngine,
+    )
     from llama_index.core.chat_engine.types import BaseChatEngine, StreamingAgentChatResponse
     from llama_index.core.evaluation import BaseEvaluator, EvaluationResult, RetrieverEvaluator
     from llama_index.core.evaluation.guideline import DEFAULT_GUIDELINES
@@ -67,6 +72,7 @@ __all__ = [
     "DEFAULT_GUIDELINES",
     "MODEL_CALL_ENDS",
     "MODEL_CALL_STARTS",
+    "AgentOutput",
     "AsyncStreamingResponse",
     "BaseChatEngine",
     "BaseEvaluator",
@@ -77,6 +83,8 @@ __all__ = [
     "BaseRetrievalMetric",
     "BaseSpanHandler",
     "ChatMessage",
+    "CondensePlusContextChatEngine",
+    "CondenseQuestionChatEngine",
     "EvaluationResult",
     "LlamaSettings",
     "MessageRole",
@@ -94,6 +102,7 @@ __all__ = [
     "RetrieverEvaluator",
     "StreamingAgentChatResponse",
     "StreamingResponse",
+    "ToolCallResult",
     "active_instrument_tags",
     "get_dispatcher",
     "instrument_tags",

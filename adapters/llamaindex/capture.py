@@ -481,7 +481,7 @@ class RetrieverRunOptions(TypedDict, total=False):
     node_postprocessors: Sequence[Any] | None
 
 
-def _as_samples(samples: Iterable[Sample | str]) -> list[Sample]:
+def as_samples(samples: Iterable[Sample | str]) -> list[Sample]:
     out: list[Sample] = []
     for i, item in enumerate(samples):
         out.append(Sample(id=str(i), question=item) if isinstance(item, str) else item)
@@ -526,7 +526,7 @@ async def arun_query_engine(
     if max_concurrency < 1:
         raise ValueError("max_concurrency must be >= 1")
     kind = engine_kind(engine)
-    todo = _as_samples(samples)
+    todo = as_samples(samples)
     run_id = uuid.uuid4().hex
     # A chat engine keeps one conversation memory: its questions go one at a time, each into a
     # fresh conversation, or one sample's history would leak into the next one's answer.
@@ -631,7 +631,7 @@ async def arun_retriever(
             "run_retriever needs a LlamaIndex retriever (aretrieve), "
             f"got {type(retriever).__name__}"
         )
-    todo = _as_samples(samples)
+    todo = as_samples(samples)
     gate = asyncio.Semaphore(max_concurrency)
 
     async def one(sample: Sample) -> Sample:

@@ -43,7 +43,12 @@ from ragbridge.core.conversation import Conversation
 from ragbridge.core.replay import Reply, areplay, replay
 from ragbridge.core.turn import Turn
 
-from ._framework import active_instrument_tags, instrument_tags
+from ._framework import (
+    CondensePlusContextChatEngine,
+    CondenseQuestionChatEngine,
+    active_instrument_tags,
+    instrument_tags,
+)
 from .capture import RetrievalCapture, capture_retrievals, note_rewritten_query
 from .reading import answer_of, contexts_from, source_nodes
 
@@ -87,13 +92,6 @@ def condensed_question(engine: Any, response: Any) -> str | None:
     condense-plus-context as its retriever tool's ``raw_input["message"]``. Other engines
     (``ContextChatEngine`` retrieves with the message itself) condense nothing: None.
     """
-    # Here, not at the top: ._framework must have run first (telemetry switches, the extra's
-    # name when LlamaIndex is missing), and by the time a response exists it has.
-    from llama_index.core.chat_engine import (
-        CondensePlusContextChatEngine,
-        CondenseQuestionChatEngine,
-    )
-
     if not isinstance(engine, (CondenseQuestionChatEngine, CondensePlusContextChatEngine)):
         return None
     key = "query" if isinstance(engine, CondenseQuestionChatEngine) else "message"

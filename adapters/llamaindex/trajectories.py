@@ -43,24 +43,17 @@ from ragbridge.core.trajectory import Step
 from ragbridge.core.turn import Turn
 
 from ._framework import (
+    AgentOutput,
     BaseEvent,
     ChatMessage,
     NodeWithScore,
     RetrievalEndEvent,
+    ToolCallResult,
     active_instrument_tags,
     instrument_tags,
 )
-from .capture import RUN_TAG, SAMPLE_TAG, CapturedRetrieval, RetrievalCapture, _as_samples
+from .capture import RUN_TAG, SAMPLE_TAG, CapturedRetrieval, RetrievalCapture, as_samples
 from .reading import contexts_from, source_nodes
-
-try:  # the agent events ship with llama-index-core >= 0.12; `_framework` has named the extra
-    from llama_index.core.agent.workflow import AgentOutput, ToolCallResult
-except ImportError as exc:  # pragma: no cover - a llama-index-core without workflow agents
-    from ragbridge.adapters._extras import missing_extra
-
-    raise missing_extra(
-        "ragbridge.adapters.llamaindex.trajectories", "llama-index-core>=0.12", "llamaindex", exc
-    ) from exc
 
 __all__ = [
     "AgentRunOptions",
@@ -407,7 +400,7 @@ async def _capture(
     if max_concurrency < 1:
         raise ValueError("max_concurrency must be >= 1")
     _check_agent(agent)
-    todo = _as_samples(samples)
+    todo = as_samples(samples)
     run_id = uuid.uuid4().hex
     gate = asyncio.Semaphore(max_concurrency)
     done = 0
