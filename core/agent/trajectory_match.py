@@ -451,84 +451,53 @@ class TrajectoryMatch(AgentCallMeasure):
         )
 
 
-class TrajectoryStrictMatch(TrajectoryMatch):
+class _OneMode(TrajectoryMatch):
+    """`TrajectoryMatch` with its mode fixed by the class (``fixed_mode``): one registered
+    measure per agentevals mode, each named for it."""
+
+    fixed_mode: ClassVar[TrajectoryMatchMode] = "strict"
+
+    def __init__(
+        self,
+        *,
+        tool_args_match_mode: ToolArgsMatchMode = "exact",
+        tool_args_match_overrides: ToolArgsMatchOverrides | None = None,
+        compat: TrajectoryCompat = "ragbridge",
+    ) -> None:
+        super().__init__(
+            self.fixed_mode,
+            tool_args_match_mode=tool_args_match_mode,
+            tool_args_match_overrides=tool_args_match_overrides,
+            compat=compat,
+        )
+
+
+class TrajectoryStrictMatch(_OneMode):
     """`TrajectoryMatch` in ``strict`` mode: the same calls in the same order."""
 
     reads: ClassVar[tuple[str, ...] | None] = ("trajectory", "reference_tool_calls")
-
-    def __init__(
-        self,
-        *,
-        tool_args_match_mode: ToolArgsMatchMode = "exact",
-        tool_args_match_overrides: ToolArgsMatchOverrides | None = None,
-        compat: TrajectoryCompat = "ragbridge",
-    ) -> None:
-        super().__init__(
-            "strict",
-            tool_args_match_mode=tool_args_match_mode,
-            tool_args_match_overrides=tool_args_match_overrides,
-            compat=compat,
-        )
+    fixed_mode: ClassVar[TrajectoryMatchMode] = "strict"
 
 
-class TrajectoryUnorderedMatch(TrajectoryMatch):
+class TrajectoryUnorderedMatch(_OneMode):
     """`TrajectoryMatch` in ``unordered`` mode: the same calls in any order."""
 
     reads: ClassVar[tuple[str, ...] | None] = ("trajectory", "reference_tool_calls")
-
-    def __init__(
-        self,
-        *,
-        tool_args_match_mode: ToolArgsMatchMode = "exact",
-        tool_args_match_overrides: ToolArgsMatchOverrides | None = None,
-        compat: TrajectoryCompat = "ragbridge",
-    ) -> None:
-        super().__init__(
-            "unordered",
-            tool_args_match_mode=tool_args_match_mode,
-            tool_args_match_overrides=tool_args_match_overrides,
-            compat=compat,
-        )
+    fixed_mode: ClassVar[TrajectoryMatchMode] = "unordered"
 
 
-class TrajectorySubsetMatch(TrajectoryMatch):
+class TrajectorySubsetMatch(_OneMode):
     """`TrajectoryMatch` in ``subset`` mode: no call beyond the expected ones."""
 
     reads: ClassVar[tuple[str, ...] | None] = ("trajectory", "reference_tool_calls")
-
-    def __init__(
-        self,
-        *,
-        tool_args_match_mode: ToolArgsMatchMode = "exact",
-        tool_args_match_overrides: ToolArgsMatchOverrides | None = None,
-        compat: TrajectoryCompat = "ragbridge",
-    ) -> None:
-        super().__init__(
-            "subset",
-            tool_args_match_mode=tool_args_match_mode,
-            tool_args_match_overrides=tool_args_match_overrides,
-            compat=compat,
-        )
+    fixed_mode: ClassVar[TrajectoryMatchMode] = "subset"
 
 
-class TrajectorySupersetMatch(TrajectoryMatch):
+class TrajectorySupersetMatch(_OneMode):
     """`TrajectoryMatch` in ``superset`` mode: every expected call made, extra calls allowed."""
 
     reads: ClassVar[tuple[str, ...] | None] = ("trajectory", "reference_tool_calls")
-
-    def __init__(
-        self,
-        *,
-        tool_args_match_mode: ToolArgsMatchMode = "exact",
-        tool_args_match_overrides: ToolArgsMatchOverrides | None = None,
-        compat: TrajectoryCompat = "ragbridge",
-    ) -> None:
-        super().__init__(
-            "superset",
-            tool_args_match_mode=tool_args_match_mode,
-            tool_args_match_overrides=tool_args_match_overrides,
-            compat=compat,
-        )
+    fixed_mode: ClassVar[TrajectoryMatchMode] = "superset"
 
 
 _EDGES = {
