@@ -309,8 +309,21 @@ def _minimal(annotation: Any, list_length: int) -> Any:
         if annotation is str:
             return "x"
     if origin is typing.Annotated:
-        return _minimal(args[0], list_length)
+        least = _lower_bound(args[1:])  # a 1-based number (``ge=1``) is 1 at the least, not 0
+        return least if least is not None else _minimal(args[0], list_length)
     raise TypeError(f"minimal_instance cannot build a value of type {annotation!r}")
+
+
+def _lower_bound(metadata: Sequence[Any]) -> int | None:
+    """The least integer ``Annotated`` metadata allows (``Field(ge=1)``, ``Ge(1)``), or None."""
+    for item in metadata:
+        for bound in [item, *getattr(item, "metadata", ())]:
+            ge, gt = getattr(bound, "ge", None), getattr(bound, "gt", None)
+            if isinstance(ge, int):
+                return ge
+            if isinstance(gt, int):
+                return gt + 1
+    return None
 
 
 def find_json_schema(text: str) -> dict[str, Any] | None:

@@ -117,9 +117,9 @@ def test_every_llm_metric_scores_through_the_counting_judge() -> None:
         assert s.prompt_version
         assert s.reason
     # analyze + verify (shared by 4 metrics), precision, recall, relevance (shared by its two
-    # forms), classify, 4 graders
-    assert judge.calls == 10
-    assert sum(s.usage.calls for s in scores) == 10
+    # forms), classify, 4 graders, noise sensitivity's judge (its claims: the shared analyze)
+    assert judge.calls == 11
+    assert sum(s.usage.calls for s in scores) == 11
 
 
 def test_all_llm_metrics_and_names() -> None:
@@ -138,6 +138,7 @@ def test_all_llm_metrics_and_names() -> None:
         "groundedness",
         "document_relevance",
         "missed_retrieval",
+        "noise_sensitivity",
     ]
     assert all(cls.provider == "llm" for cls in ALL_LLM_METRICS)
 
@@ -266,3 +267,20 @@ def test_the_fixed_prompt_text_of_a_sample_stays_under_4k_characters(n_contexts:
     # past the instructions, a context costs only its delimiters, in the two calls that show it
     per_context = (_fixed_chars(20) - _fixed_chars(10)) / 10
     assert per_context <= 2 * len("<<<BEGIN CONTEXT 10>>>\n\n<<<END CONTEXT 10>>>\n")
+
+
+def test_citation_recall_and_precision_share_one_call() -> None:
+    # Issue 33: one ``citations.judge`` call per answer serves both citation measures, and the
+    # estimate counts it once (its share key).
+    from ragbridge.core import estimate, evaluate
+
+    sample = sample_with(3).model_copy(
+        update={"answer": "Solar panels use photovoltaic cells [1]. The cells are silicon [2][3]."}
+    )
+    metrics = [by_name("citation_recall"), by_name("citation_precision")]
+    judge = CountingJudge()
+    result = evaluate([sample], metrics, judge=judge)
+    assert judge.by_task == {"citations.judge": 1}
+    assert [c.score.status for c in result] == ["scored", "scored"]
+    assert result.usage().calls == 1
+    assert estimate([sample], metrics).calls == 1

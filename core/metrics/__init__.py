@@ -22,6 +22,10 @@ metric                 judge tasks (template ids)                               
 `Groundedness`         grader.groundedness                                             1
 `DocumentRelevance`    grader.document_relevance                                       1
 `MissedRetrieval`      missed_retrieval.judge (none when the turn retrieved)           1
+`NegativeRejection`    negative_rejection.judge (questions with no relevant document)  1
+`NoiseSensitivity`     answer.analyze*, noise_sensitivity.judge                        2
+`CitationRecall`       citations.judge* (none when nothing is cited)                   1
+`CitationPrecision`    citations.judge* (none when nothing is cited)                   1
 =====================  ==============================================================  =====
 
 ``*`` calls are shared between the metrics of one sample. ``+``: when a run has both context
@@ -47,9 +51,18 @@ from .context_relevance import ContextRelevance, ContextRelevanceRanked
 from .answer_correctness import AnswerCorrectness
 from .graders import Correctness, DocumentRelevance, Groundedness, Helpfulness
 from .missed_retrieval import MissedRetrieval
+from .noise_sensitivity import NoiseSensitivity
+from .negative_rejection import NegativeRejection
+from ..robustness import measures as _robustness_measures  # noqa: F401  (registers)
+from ..citations import measures as _citation_measures  # noqa: F401  (registers)
 from .providers.offline import AnswerSimilarity, ContextUsage
 from .ranking_metric import RankingMetric
 from . import providers  # noqa: F401  (registers the offline and nli providers)
+
+# The offline providers of measures declared outside this package's first lines: imported after
+# the measures, so a provider never declares its measure ahead of the list's order.
+from .providers.offline import citations as _citations_offline  # noqa: F401
+from .providers.offline import noise_sensitivity as _noise_offline  # noqa: F401
 from ..multiturn import measures as _conversation_measures  # noqa: F401  (registers them)
 from ..agent import tool_calls as _tool_calls, trajectory_match as _trajectory_match  # noqa: F401
 from ..agent import retrieval_steps as _retrieval_steps, goal as _goal  # noqa: F401  (registers)
@@ -76,6 +89,8 @@ __all__ = [
     "Metric",
     "MetricContext",
     "MissedRetrieval",
+    "NegativeRejection",
+    "NoiseSensitivity",
     "PlannedCall",
     "RankingMetric",
     "UnknownMeasureError",
@@ -97,6 +112,7 @@ ALL_LLM_METRICS: tuple[type[Metric], ...] = (
     Groundedness,
     DocumentRelevance,
     MissedRetrieval,
+    NoiseSensitivity,
 )
 """The measures whose default provider is the judge."""
 

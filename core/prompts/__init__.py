@@ -36,6 +36,10 @@ _MODULES: tuple[str, ...] = (
     "missed_retrieval",
     "conversation",
     "agent",
+    "rejection",
+    "noise_sensitivity",
+    "robustness",
+    "citations",
 )
 
 _REGISTRY: dict[str, PromptTemplate] = {}

@@ -37,6 +37,7 @@ from .matching import (
     shortlist,
 )
 from .missed_retrieval import score_missed_retrieval
+from .rejection import score_counterfactual_robustness, score_negative_rejection
 from .relevance import DEFAULT_CONTEXT_RELEVANCE, score_context_relevance
 
 __all__ = [
@@ -53,8 +54,10 @@ __all__ = [
     "score_context_precision",
     "score_context_recall",
     "score_context_relevance",
+    "score_counterfactual_robustness",
     "score_faithfulness",
     "score_hallucination",
     "score_missed_retrieval",
+    "score_negative_rejection",
     "shortlist",
 ]
