@@ -22,6 +22,9 @@ and shadow-score a Runnable in production (`shadow`).
 * **Pipelines** (`ragbridge.adapters.langchain.pipelines`): `run_pipeline` runs a chain on each
   sample's question and fills in its answer and the contexts of the retrieval it answered from;
   `retrieve_only` runs a retriever alone, for the ranking measures.
+* **Citations** (`ragbridge.adapters.langchain.citations`): an "answer with sources" chain's
+  answer and the documents it numbered, in its output's order (`run_citation_chain`,
+  `capture_citations`).
 * **Models** (`ragbridge.adapters.langchain.models`): `LangChainJudge` (a chat model, with its
   structured output) and `LangChainEmbedder` (an ``Embeddings``).
 * **Shadow scoring** (`ragbridge.adapters.langchain.shadow`): ``shadow(runnable, metrics)``
@@ -35,6 +38,7 @@ from __future__ import annotations
 from ._framework import INSTALL_HINT
 from .capture import FROM_CAPTURE as FROM_CAPTURE
 from .capture import Retrieval, RetrievalCapture, capture_retrievals
+from .citations import arun_citation_chain, capture_citations, run_citation_chain
 from .conversations import acapture_conversations, capture_conversations
 from .documents import DEFAULT_ID_KEYS as DEFAULT_ID_KEYS
 from .documents import DEFAULT_SCORE_KEYS as DEFAULT_SCORE_KEYS
@@ -66,13 +70,16 @@ __all__ = [
     "acapture_trajectories",
     "acapture_trajectory_conversations",
     "aretrieve_only",
+    "arun_citation_chain",
     "arun_pipeline",
+    "capture_citations",
     "capture_conversations",
     "capture_retrievals",
     "capture_trajectories",
     "capture_trajectory_conversations",
     "document_to_context",
     "retrieve_only",
+    "run_citation_chain",
     "run_pipeline",
     "shadow",
     "source_documents",

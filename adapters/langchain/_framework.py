@@ -15,6 +15,7 @@ __all__ = [
     "AIMessage",
     "BaseCallbackHandler",
     "BaseMessage",
+    "BaseRetriever",
     "Document",
     "HumanMessage",
     "Runnable",
@@ -33,6 +34,7 @@ try:  # every name at once: a langchain-core too old or broken to have one also 
     from langchain_core.callbacks import BaseCallbackHandler
     from langchain_core.documents import Document
     from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+    from langchain_core.retrievers import BaseRetriever
     from langchain_core.runnables import Runnable, RunnableConfig
     from langchain_core.runnables.config import get_config_list, merge_configs
     from langchain_core.runnables.history import RunnableWithMessageHistory

@@ -19,6 +19,9 @@
 * **Agents** (`ragbridge.adapters.llamaindex.trajectories`): ``FunctionAgent``, ``ReActAgent``
   and ``AgentWorkflow`` runs as samples with a ``trajectory`` (every tool call, its result, the
   contexts a retrieval step returned) or as conversations (`capture_agent_runs`).
+* **Citations** (`ragbridge.adapters.llamaindex.citations`): a ``CitationQueryEngine``'s
+  answers as samples whose ``[N]`` markers name their "Source N" chunks, each chunk named after
+  the node it was cut from (`run_citation_engine`, `capture_citations`).
 * **Shadow scoring** (`ragbridge.adapters.llamaindex.shadow`): ``shadow(engine, metrics)``
   answers as the engine does, records every query and scores a sample in the background.
 
@@ -40,6 +43,7 @@ from .capture import (
     run_query_engine,
     run_retriever,
 )
+from .citations import arun_citation_engine, capture_citations, run_citation_engine
 from .conversations import ChatTurnError, acapture_chat_sessions, capture_chat_sessions
 from .criteria import GuidelineEvaluator, guideline_aspect
 from .documents import source_documents
@@ -97,11 +101,13 @@ __all__ = [
     "acapture_agent_conversations",
     "acapture_agent_runs",
     "acapture_chat_sessions",
+    "arun_citation_engine",
     "arun_query_engine",
     "arun_retriever",
     "capture_agent_conversations",
     "capture_agent_runs",
     "capture_chat_sessions",
+    "capture_citations",
     "capture_retrievals",
     "engine_kind",
     "evaluation_of",
@@ -111,6 +117,7 @@ __all__ = [
     "node_to_context",
     "nodes_to_contexts",
     "qa_samples",
+    "run_citation_engine",
     "run_query_engine",
     "run_retriever",
     "score_queries",

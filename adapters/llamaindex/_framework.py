@@ -19,6 +19,7 @@ try:  # every name at once: a LlamaIndex too old or broken to have one also name
     from llama_index.core import Settings as LlamaSettings
     from llama_index.core.agent.workflow import AgentOutput, ToolCallResult
     from llama_index.core.base.base_query_engine import BaseQueryEngine
+    from llama_index.core.base.base_retriever import BaseRetriever
     from llama_index.core.base.llms.types import ChatMessage, MessageRole
     from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
     from llama_index.core.chat_engine import (
@@ -51,7 +52,15 @@ try:  # every name at once: a LlamaIndex too old or broken to have one also name
     )
     from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
     from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
-    from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle
+    from llama_index.core.schema import (
+        BaseNode,
+        MetadataMode,
+        NodeRelationship,
+        NodeWithScore,
+        QueryBundle,
+        RelatedNodeInfo,
+        TextNode,
+    )
 
     # llama-index-core re-exports these from its own dependency without declaring them (so
     # strict type checkers reject the re-export); import them where they are defined.
@@ -81,6 +90,7 @@ __all__ = [
     "BaseNode",
     "BaseQueryEngine",
     "BaseRetrievalMetric",
+    "BaseRetriever",
     "BaseSpanHandler",
     "ChatMessage",
     "CondensePlusContextChatEngine",
@@ -89,11 +99,13 @@ __all__ = [
     "LlamaSettings",
     "MessageRole",
     "MetadataMode",
+    "NodeRelationship",
     "NodeWithScore",
     "PromptDictType",
     "PromptMixinType",
     "QueryBundle",
     "QueryEndEvent",
+    "RelatedNodeInfo",
     "RetrievalEndEvent",
     "RetrievalEvalMode",
     "RetrievalEvalResult",
@@ -102,6 +114,7 @@ __all__ = [
     "RetrieverEvaluator",
     "StreamingAgentChatResponse",
     "StreamingResponse",
+    "TextNode",
     "ToolCallResult",
     "active_instrument_tags",
     "get_dispatcher",
