@@ -51,6 +51,7 @@ SUBCOMMANDS = (
     "history",
     "metrics",
     "report",
+    "robustness",
     "split",
     "testset",
     "trec",

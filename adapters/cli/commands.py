@@ -78,6 +78,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "report_command",
         "write the HTML report of results files (two or more: compared side by side)",
     ),
+    (
+        "robustness",
+        "robustness_command",
+        "re-run a pipeline under retrieval faults (noise, no relevant passage, wrong facts)",
+    ),
     ("split", "split_command", "split a data set into dev and a locked, held-out test file"),
     ("testset", "testset_command", "write an eval set with no-answer questions from documents"),
     ("trec", "trec_command", "evaluate a TREC run against qrels, printing trec_eval's output"),

@@ -38,6 +38,9 @@ Evaluations: TypeAlias = Evaluation | Mapping[str, Evaluation]
 Samples: TypeAlias = Sequence[Sample] | Mapping[str, Sequence[Sample]] | None
 Diagnoses: TypeAlias = Diagnosis | Mapping[str, Diagnosis] | None
 Sources: TypeAlias = str | Mapping[str, str] | None
+Extra: TypeAlias = Sequence[tuple[str, str, str]]
+"""Sections a caller renders itself (``(anchor id, nav title, HTML)``; the HTML escaped as every
+section escapes, e.g. `ragbridge.adapters.report.robustness_view`), placed after the summaries."""
 
 
 class ReportOptions(TypedDict, total=False):
@@ -53,6 +56,7 @@ class ReportOptions(TypedDict, total=False):
     agreement: AgreementTable | None
     history: Sequence[RunRecord] | None
     source: Sources
+    sections: Extra
 
 
 # --------------------------------------------------------------------------- input checking
@@ -283,6 +287,7 @@ def render_report(
     agreement: AgreementTable | None = None,
     history: Sequence[RunRecord] | None = None,
     source: Sources = None,
+    sections: Extra = (),
 ) -> str:
     """The report as one self-contained HTML document (a ``str``).
 
@@ -296,7 +301,8 @@ def render_report(
     (`ragbridge.core.labels.agreement.judge_agreement`) adds the judge-agreement section and
     ``history`` (recorded `RunRecord`s, e.g. ``MonitorStore.runs()``) the trend charts; without
     them there are none. ``source`` names the input file (one name, or one per pipeline; default
-    ``metadata["source"]`` of each run). Bad input raises ValueError/TypeError naming the
+    ``metadata["source"]`` of each run). ``sections`` (`Extra`) follow the summaries and get a
+    link in the page's navigation. Bad input raises ValueError/TypeError naming the
     argument and the key.
     """
     if not isinstance(title, str):
@@ -323,6 +329,7 @@ def render_report(
         agreement is not None,
         comparison is not None,
         conversations=bool(conversations),
+        extra=[(anchor, name) for anchor, name, _ in sections],
     )
     order = {
         name: list(dict.fromkeys([*index[name], *ev.sample_ids])) for name, ev in pipelines.items()
@@ -332,6 +339,7 @@ def render_report(
     when = generated_at or datetime.now(timezone.utc)
     body.extend(_overview(title, pipelines, index, sources, generated_by, when, nav))
     body.extend(summary_section(summaries))
+    body.extend(html for _, _, html in sections)
     body.extend(conversations)
     comparisons = paired_comparisons(pipelines)
     if several:
@@ -364,12 +372,19 @@ def write_report(
 
 
 def _nav(
-    several: bool, trends: bool, agreement: bool, comparison: bool, *, conversations: bool = False
+    several: bool,
+    trends: bool,
+    agreement: bool,
+    comparison: bool,
+    *,
+    conversations: bool = False,
+    extra: Sequence[tuple[str, str]] = (),
 ) -> str:
     """The links to the sections the page has, in page order."""
     links = [
         ("overview", "Overview"),
         ("summary", "Summaries"),
+        *((esc(anchor), esc(title)) for anchor, title in extra),
         *([("conversations", "Conversations")] if conversations else []),
         *([("paired", "Paired comparison")] if several else []),
         ("explorer", "Explorer"),
