@@ -58,6 +58,7 @@ __all__ = [
 ]
 
 import email.utils
+import hashlib
 import json
 import os
 import re
@@ -191,6 +192,13 @@ class _OpenAIHTTP:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self._shown_url!r})"
 
+    @property
+    def rate_key(self) -> str:
+        """What the provider's rate limits are counted against: the endpoint and the key,
+        hashed (the engine's limiter shares one ledger per rate key; the key never shows)."""
+        seed = f"{self.base_url}\0{self._api_key or ''}".encode()
+        return "openai:" + hashlib.sha256(seed).hexdigest()[:32]
+
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def aclose(self) -> None:
@@ -305,6 +313,7 @@ class _OpenAIHTTP:
                 retry_after=_retry_after(response.headers),
                 cause="429 rate limited",
                 hint="lower --concurrency, or check the account's rate limits",
+                headers=_rate_headers(response.headers),
             )
         if status == 408:  # the server gave up waiting: a timeout, worth another try
             return JudgeTimeout(
@@ -555,13 +564,22 @@ class OpenAIJudge(_OpenAIHTTP):
         usage = _usage(body.get("usage"))
         message = _first_message(body, self.model)
         calls = message.get("tool_calls") or []
+        headers = _rate_headers(response.headers)
         if mode == "tool" and schema is not None and calls:
             arguments = _tool_arguments(calls[0])
-            return JudgeReply(text=arguments, parsed=_validate(arguments, schema), usage=usage)
+            return JudgeReply(
+                text=arguments,
+                parsed=_validate(arguments, schema),
+                usage=usage,
+                headers=headers,
+            )
         # JSON mode and plain chat: the engine extracts and validates the object (and repairs).
         logprobs = openai_logprobs(body["choices"][0].get("logprobs")) if top is not None else None
         return JudgeReply(
-            text=_content_text(message.get("content")), usage=usage, logprobs=logprobs
+            text=_content_text(message.get("content")),
+            usage=usage,
+            logprobs=logprobs,
+            headers=headers,
         )
 
 
@@ -704,6 +722,12 @@ def _retry_after(headers: httpx.Headers) -> float | None:
         except ValueError:
             return None
     return None
+
+
+def _rate_headers(headers: httpx.Headers) -> dict[str, str]:
+    """The reply's ``x-ratelimit-*`` headers, names lower-case: the core's limiter reads them
+    as a plain mapping (it knows nothing of httpx)."""
+    return {k.lower(): v for k, v in headers.items() if k.lower().startswith("x-ratelimit-")}
 
 
 def _usage(raw: Any) -> Usage:

@@ -21,6 +21,7 @@ from .judging.embedding import EmbeddingEngine
 from .judging.engine import JudgeEngine, Price
 from .judging.judge import Embedder, EntailmentModel, Judge
 from .judging.model_objects import as_embedder, as_judge
+from .judging.ratelimit import RateLimits
 
 __all__ = ["Settings", "SettingsOptions"]
 
@@ -43,6 +44,10 @@ class Settings:
     * ``reuse_results`` — with a cache, keep every judged (or embedded, or NLI-scored) Score
       whole and read it back on a rerun of the same sample, metric, models and code
       (`ragbridge.core.cache.scores`); False re-scores from the cached replies instead.
+    * ``rate_limits`` — a `RateLimits`: judge calls follow the provider's requests and tokens
+      per minute (configured, or learned from its ``x-ratelimit-*`` headers), shared with other
+      runs on this machine using the same key (`ragbridge.core.judging.ratelimit`). None (the
+      default): only ``max_concurrency`` and the retries' backoff limit the calls.
     """
 
     judge: Judge | JudgeEngine | None = None
@@ -55,6 +60,7 @@ class Settings:
     price: Price | None = None
     stop_after: int = 5
     reuse_results: bool = True
+    rate_limits: RateLimits | None = None
 
     def __post_init__(self) -> None:
         # A framework's own model (a LangChain chat model, a LlamaIndex LLM, ...) is wrapped
@@ -140,3 +146,4 @@ class SettingsOptions(TypedDict, total=False):
     price: Price | None
     stop_after: int
     reuse_results: bool
+    rate_limits: RateLimits | None

@@ -40,6 +40,14 @@ tokens' text joined. Without a script the content is cut into words, spaces and 
 `DEFAULT_LOGPROB` with made-up alternatives. ``refuse_logprobs=True`` answers any request asking
 for them with OpenAI's 400 for a model without them (kept in ``refused_logprobs``).
 
+Rate limits (off by default): ``rpm``/``tpm`` make the chat route enforce requests and tokens per
+``window`` seconds (60: the providers' minute) over a sliding window of the requests it admitted,
+a request's tokens being its reply's ``total_tokens``. A request that does not fit is answered
+429 with the ``Retry-After`` that makes it fit (logged with mode ``"limited"``, its arrival time
+in ``limited_at``); ``admitted`` holds ``(arrival, tokens, answered)`` of the others. With
+``rate_headers=True`` every chat reply carries OpenAI's ``x-ratelimit-limit/remaining/reset-
+requests`` and ``-tokens`` headers.
+
 Use it as a context manager or through a fixture::
 
     with FakeOpenAI() as server:
@@ -131,6 +139,10 @@ class _Script:
         return mode
 
 
+class _DeepQueueServer(ThreadingHTTPServer):
+    request_queue_size = 256
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on (for connection-refused tests)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -153,8 +165,21 @@ class FakeOpenAI:
         refuse: str = "llamacpp",
         logprobs: LogprobScript | None = None,
         refuse_logprobs: bool = False,
+        rpm: int | None = None,
+        tpm: int | None = None,
+        window: float = 60.0,
+        rate_headers: bool = False,
     ) -> None:
         self.answer = answer
+        self.rpm = rpm
+        self.tpm = tpm
+        self.window = window
+        self.rate_headers = rate_headers
+        self.admitted: list[tuple[float, int, float]] = []
+        """``(arrival, tokens, answered)`` of each chat request admitted within the limits."""
+        self.limited_at: list[float] = []
+        """Arrival times of the chat requests refused for going over ``rpm``/``tpm``."""
+        self._window_log: list[tuple[float, int]] = []
         self.logprobs = logprobs
         self.refuse_logprobs = refuse_logprobs
         self.refused_logprobs: list[dict[str, Any]] = []
@@ -176,7 +201,12 @@ class FakeOpenAI:
         self._lock = threading.Lock()
         self._release = threading.Event()
         self._embedder = HashEmbedder(dim=16)
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        # With limits on, many clients connect at once: a deeper listen queue than the default
+        # 5, so a burst is answered 429 by the limit rather than reset by the kernel.
+        server_class = (
+            _DeepQueueServer if rpm is not None or tpm is not None else ThreadingHTTPServer
+        )
+        self._httpd = server_class(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -239,6 +269,61 @@ class FakeOpenAI:
             mode = self._scripts[route].next()
             self.requests.append(Request(route, mode, body, headers, time.monotonic()))
         return mode
+
+    def _rate_check(
+        self, body: dict[str, Any], headers: dict[str, str]
+    ) -> tuple[bool, dict[str, str], int, float]:
+        """Admit a chat request within ``rpm``/``tpm`` (or not): ``(admitted, headers, tokens,
+        arrival)``.
+
+        Only a request the script answers ``ok``/``wrong`` is counted (its reply's tokens are
+        known on arrival); the others pass. The headers are empty unless ``rate_headers``."""
+        with self._lock:
+            script = self._scripts["chat"]
+            upcoming = script.modes[min(script.position, len(script.modes) - 1)]
+        if (self.rpm is None and self.tpm is None) or upcoming not in ("ok", "wrong"):
+            return True, {}, 0, time.monotonic()
+        usage = self._chat_ok(body, upcoming == "wrong")["usage"]
+        tokens = int(usage["total_tokens"])
+        with self._lock:
+            now = time.monotonic()
+            log = [e for e in self._window_log if e[0] > now - self.window]
+            wait = 0.0
+            if self.rpm is not None and len(log) + 1 > self.rpm:
+                wait = log[len(log) - self.rpm][0] + self.window - now
+            if self.tpm is not None:
+                used, freed = sum(t for _, t in log), 0
+                for at, spent in log:
+                    if used - freed + tokens <= self.tpm:
+                        break
+                    freed += spent
+                    wait = max(wait, at + self.window - now)
+            fits = wait <= 0
+            if fits:
+                log.append((now, tokens))
+            else:
+                self.limited_at.append(now)
+                self.requests.append(Request("chat", "limited", body, headers, now))
+            self._window_log = log
+            sent = self._limit_headers(log, now) if self.rate_headers else {}
+        if not fits:
+            sent["Retry-After"] = f"{max(wait, 0.001):.3f}"
+        return fits, sent, tokens, now
+
+    def _limit_headers(self, log: list[tuple[float, int]], now: float) -> dict[str, str]:
+        """OpenAI's ``x-ratelimit-*`` headers for the window ``log`` (under ``_lock``)."""
+        headers: dict[str, str] = {}
+        reset = f"{(log[0][0] + self.window - now) if log else 0.0:.3f}s"
+        if self.rpm is not None:
+            headers["x-ratelimit-limit-requests"] = str(self.rpm)
+            headers["x-ratelimit-remaining-requests"] = str(max(0, self.rpm - len(log)))
+            headers["x-ratelimit-reset-requests"] = reset
+        if self.tpm is not None:
+            headers["x-ratelimit-limit-tokens"] = str(self.tpm)
+            used = sum(t for _, t in log)
+            headers["x-ratelimit-remaining-tokens"] = str(max(0, self.tpm - used))
+            headers["x-ratelimit-reset-tokens"] = reset
+        return headers
 
     def _refuses(self, body: dict[str, Any]) -> bool:
         """Does this dialect refuse the request's ``response_format``?"""
@@ -399,6 +484,15 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                     server.refused.append(body)
                 self._send(*_format_refusal(server.refuse, body))
                 return
+            limit_headers: dict[str, str] = {}
+            tokens, arrival = 0, 0.0
+            if route == "chat":
+                fits, limit_headers, tokens, arrival = server._rate_check(body, headers)
+                if not fits:
+                    message = "Rate limit reached for requests or tokens per minute"
+                    error = _error_body(message, "requests", "rate_limit_exceeded")
+                    self._send(429, error, limit_headers)
+                    return
             mode = server._take(route, body, headers)
             with server._lock:
                 server.in_flight += 1
@@ -406,12 +500,21 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             try:
                 if server.delay:
                     time.sleep(server.delay)
-                self._answer(route, mode, body)
+                self._answer(route, mode, body, limit_headers)
+                if tokens and route == "chat" and mode in ("ok", "wrong"):
+                    with server._lock:
+                        server.admitted.append((arrival, tokens, time.monotonic()))
             finally:
                 with server._lock:
                     server.in_flight -= 1
 
-        def _answer(self, route: str, mode: str, body: dict[str, Any]) -> None:
+        def _answer(
+            self,
+            route: str,
+            mode: str,
+            body: dict[str, Any],
+            limit_headers: dict[str, str] | None = None,
+        ) -> None:
             model = str(body.get("model", ""))
             if mode == "hang":
                 server._hang()
@@ -423,7 +526,7 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                     if route == "chat"
                     else server._embeddings_ok(body, wrong)
                 )
-                self._send(200, reply)
+                self._send(200, reply, limit_headers)
             elif mode == "401":
                 message = "Incorrect API key provided: dummy. You can find your API key at ..."
                 self._send(401, _error_body(message, "invalid_request_error", "invalid_api_key"))

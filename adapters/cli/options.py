@@ -46,6 +46,7 @@ from ragbridge.adapters.cli.paths import check_input
 # must not pay ~0.2 s of imports it never uses.
 if TYPE_CHECKING:
     from ragbridge.core.judging.judge import Embedder, EntailmentModel, Judge
+    from ragbridge.core.judging.ratelimit import RateLimits
     from ragbridge.core.judging.self_preference import SelfPreference
     from ragbridge.core.metrics.base import Metric
     from ragbridge.core.results.evaluation import Evaluation
@@ -191,6 +192,35 @@ def add_model_options(
         help="retries of a judge call after a transient error (default 4); permanent errors "
         "(401, 404, invalid URL) are not retried",
     )
+    parser.add_argument(
+        "--rpm",
+        type=_positive_number,
+        metavar="N",
+        help="the judge key's requests per minute: calls are paced under it, shared with other "
+        "runs on this machine using the same key (default: no rate limit; see --follow-limits)",
+    )
+    parser.add_argument(
+        "--tpm",
+        type=_positive_number,
+        metavar="N",
+        help="the judge key's tokens per minute (prompt + completion), as --rpm",
+    )
+    parser.add_argument(
+        "--follow-limits",
+        action="store_true",
+        help="pace judge calls by the limits the provider states in its x-ratelimit-* headers "
+        "(and its 429s), shared with other runs on this machine using the same key",
+    )
+
+
+def _rate_limits(args: argparse.Namespace) -> RateLimits | None:
+    """`RateLimits` from ``--rpm``/``--tpm``/``--follow-limits``; None when none was given."""
+    rpm, tpm = getattr(args, "rpm", None), getattr(args, "tpm", None)
+    if rpm is None and tpm is None and not getattr(args, "follow_limits", False):
+        return None
+    from ragbridge.core.judging.ratelimit import RateLimits
+
+    return RateLimits(rpm=rpm, tpm=tpm)
 
 
 def settings_from(
@@ -210,6 +240,7 @@ def settings_from(
         "max_concurrency": args.concurrency,
         "timeout": args.timeout,
         "max_retries": args.max_retries,
+        "rate_limits": _rate_limits(args),
     }
 
 
@@ -220,6 +251,13 @@ def _number(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def _positive_number(text: str) -> float:
+    value = _number(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
     return value
 
 
@@ -380,7 +418,7 @@ def scan_samples(path: str, judge: Judge | None = None, generator: str | None = 
     fields = FieldCounts()
     try:
         # the records reader: a conversation after the first sample says the file mixes kinds
-        for sample in load_records(source):
+        for sample in load_records(source, spill_ids=True):  # ids: bounded memory
             if not isinstance(sample, Sample):
                 raise UserError(f"{path}: holds conversations; read it as a conversations file")
             count += 1

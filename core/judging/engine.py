@@ -68,6 +68,7 @@ from .judge import (
 )
 from .limits import Outcome, Slots
 from .logprobs import usable_logprobs
+from .ratelimit import Permit, RateLimiter, RateLimits, rate_limiter
 from .reply_format import FormatWatch, ReplyBreaker, reply_spec, spec_of
 from .reply_parse import Validator, check, parse_reply, schema_instruction, schema_key_json
 
@@ -164,7 +165,10 @@ class JudgeEngine:
     deterministically. ``slots`` is the run's in-flight cap when it is shared with an
     `EmbeddingEngine` (default: the engine's own, ``max_concurrency`` wide); ``stop_after`` is
     the number of identical unusable-provider failures after which calls are no longer sent
-    (see `ragbridge.core.judging.limits.Breaker`; the engine's ``breaker``).
+    (see `ragbridge.core.judging.limits.Breaker`; the engine's ``breaker``). ``rate_limits``
+    turns on the provider-following limiter (`ragbridge.core.judging.ratelimit`; ``limiter``
+    injects one): each call then also waits for room in the key's requests and tokens per
+    minute, shared with other runs on this machine using the same key.
     """
 
     judge: Judge
@@ -181,6 +185,8 @@ class JudgeEngine:
     seed: int | None = None
     slots: Slots | None = None
     stop_after: int = 5
+    rate_limits: RateLimits | None = None
+    limiter: RateLimiter | None = None
     stats: CallStats = field(default_factory=CallStats, init=False)
     breaker: ReplyBreaker = field(init=False)
 
@@ -195,6 +201,10 @@ class JudgeEngine:
         if self.slots is None:
             self.slots = Slots(self.max_concurrency)
         self.breaker = ReplyBreaker("judge", self.stop_after)
+        if self.limiter is None and self.rate_limits is not None:
+            # One limiter per key in the process, its ledger shared with other runs on it.
+            key = getattr(self.judge, "rate_key", None) or f"model:{self.model}"
+            self.limiter = rate_limiter(str(key), self.rate_limits)
         # Replies that never fit their format trip the same breaker
         # (`ragbridge.core.judging.reply_format`).
         self._format = FormatWatch(self.stop_after, str(getattr(self.judge, "model", "judge")))
@@ -526,17 +536,34 @@ class JudgeEngine:
         (set either way, so a call never inherits an outer request's wish)."""
         assert self.slots is not None
         async with self.slots.hold():
+            permit = await self._admitted(messages)
             wanted = logprobs_wanted.set(logprobs)
             try:
-                return await on_the_wire(
+                reply = await on_the_wire(
                     self.stats,
                     self.breaker,
                     self.timeout,
                     lambda: self.judge.generate(list(messages), schema=schema),
                     "reply",
                 )
+            except BaseException as exc:
+                if permit is not None:
+                    permit.failed(exc)
+                raise
             finally:
                 logprobs_wanted.reset(wanted)
+            if permit is not None:
+                permit.replied(reply.usage, reply.headers)
+            return reply
+
+    async def _admitted(self, messages: Sequence[Message]) -> Permit | None:
+        """Room for this call in the key's rate budgets (None: no limiter). Taken inside the
+        slot, just before sending, so a call admitted is a call on the wire."""
+        if self.limiter is None:
+            return None
+        spec = reply_spec.get()
+        budget = spec.max_tokens if spec is not None else None
+        return await self.limiter.acquire(messages, budget)
 
 
 def _top_k(logprobs: int | None) -> int | None:

@@ -75,6 +75,9 @@ class JudgeReply:
     parsed: Any = None
     usage: Usage = field(default_factory=Usage)
     logprobs: tuple[TokenLogprob, ...] | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """The reply's rate-limit headers (``x-ratelimit-*``, lower-case names) when the adapter
+    has them: the engine's `ragbridge.core.judging.ratelimit.RateLimiter` learns from them."""
 
 
 @runtime_checkable
@@ -144,7 +147,9 @@ class JudgeTimeout(TransientJudgeError):
 
 
 class RateLimited(TransientJudgeError):
-    """The provider asked us to slow down; ``retry_after`` (seconds) is honoured when given."""
+    """The provider asked us to slow down; ``retry_after`` (seconds) is honoured when given.
+
+    ``headers``: the 429's rate-limit headers (lower-case names), for the engine's limiter."""
 
     def __init__(
         self,
@@ -153,9 +158,11 @@ class RateLimited(TransientJudgeError):
         retry_after: float | None = None,
         cause: str | None = None,
         hint: str | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(message, cause=cause, hint=hint)
         self.retry_after = retry_after
+        self.headers: Mapping[str, str] = dict(headers or {})
 
 
 class ServerError(TransientJudgeError):
