@@ -69,6 +69,7 @@ BERTSCORE_HINT = install_hint("bertscore")
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = frozenset(string.punctuation)
+_DROP_PUNCTUATION = str.maketrans("", "", string.punctuation)
 
 
 def _require(metric: str, extra: str, *modules: str) -> None:
@@ -89,7 +90,7 @@ def _unit(x: float) -> float:
 def normalize_answer(text: str) -> str:
     """SQuAD's normalisation: lowercase, drop punctuation, drop articles, collapse whitespace."""
     text = text.lower()
-    text = "".join(ch for ch in text if ch not in _PUNCTUATION)
+    text = text.translate(_DROP_PUNCTUATION)  # as dropping each char in _PUNCTUATION, faster
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())
 
@@ -131,6 +132,8 @@ class _StringMetric(Metric):
 class ExactMatch(_StringMetric):
     """SQuAD exact match of the answer and the reference (see the module docstring)."""
 
+    scores_inline = True  # `_score` never awaits: batched by `evaluate`
+
     async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
         answer, reference = self._texts(sample)
         value = exact_match(answer, reference)
@@ -145,6 +148,8 @@ class ExactMatch(_StringMetric):
 
 class TokenF1(_StringMetric):
     """SQuAD token F1 of the answer against the reference (see the module docstring)."""
+
+    scores_inline = True  # `_score` never awaits: batched by `evaluate`
 
     async def _score(self, sample: Sample, ctx: MetricContext) -> Score:
         f1, precision, recall = token_f1(*self._texts(sample))

@@ -7,7 +7,6 @@ not an error and costs no file.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -257,18 +256,22 @@ def test_run_checks_its_data_file_before_importing_the_pipeline(
 def test_a_failed_results_write_leaves_the_old_file_and_no_temp_file(
     data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from ragbridge.core.results import cell_json
+
     out = tmp_path / "results.jsonl"
     out.write_text("previous results\n")
-    real = json.dumps
+    real = cell_json.cell_json
     calls = {"n": 0}
 
-    def failing_dumps(obj: Any, **kw: Any) -> str:
+    def failing_line(*args: Any) -> str:
         calls["n"] += 1
-        if calls["n"] == 3:  # header, one cell, then the disk "fills up"
+        if calls["n"] == 2:  # one cell written, then the disk "fills up"
             raise OSError(28, "No space left on device")
-        return real(obj, **kw)
+        return real(*args)
 
-    monkeypatch.setattr("ragbridge.core.results.evaluation.json.dumps", failing_dumps)
+    # every results writer encodes its cell lines through `cell_json`
+    monkeypatch.setattr(cell_json, "cell_json", failing_line)
+    monkeypatch.setattr("ragbridge.core.results.writer.cell_json", failing_line)
     code = main(["eval", str(data), "--metrics", "mrr", "--out", str(out)])
     _, err = capsys.readouterr()
     assert code == 2

@@ -191,6 +191,11 @@ class Metric:
     prompt_version: ClassVar[str | None] = None
     higher_is_better: ClassVar[bool] = True
     """False for measures of harm (hallucination): thresholds and gates then read as maxima."""
+    scores_inline: ClassVar[bool] = False
+    """True when the class's own `_score` never awaits and calls no model (a computation on
+    the sample alone: token F1, context usage): `evaluate` then scores it a chunk of samples
+    at a time, with no event-loop task per cell (`ragbridge.core.scoring.batched`). Trusted
+    only when the metric's own class declares it (a subclass may await)."""
     _provided: Compute | None = None
     """The registered provider function scoring this metric; None: the class's own `_score`."""
     reads: ClassVar[tuple[str, ...] | None] = None

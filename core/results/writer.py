@@ -21,7 +21,8 @@ from types import TracebackType
 from typing import Any
 
 from ..files import atomic_write
-from .evaluation import Score, cell_line, header_line
+from .cell_json import cell_json
+from .evaluation import Score, header_line
 
 __all__ = ["ResultWriter"]
 
@@ -45,7 +46,7 @@ class ResultWriter:
 
     def add(self, sample_id: str, metric: str, score: Score) -> None:
         """Append one cell (the signature of ``on_result``)."""
-        self._file.write(cell_line(sample_id, metric, score))
+        self._file.write(cell_json(sample_id, metric, score))  # `cell_line`'s bytes, faster
         self.cells += 1
 
     def close(self, metadata: dict[str, Any]) -> None:

@@ -35,7 +35,7 @@ from .compute import evaluate_run
 from .measures import Measure, parse_measures
 from .ranking import Qrels, Run
 
-__all__ = ["PROVIDER", "score_ranking", "score_samples"]
+__all__ = ["PROVIDER", "ranking_rows", "score_ranking", "score_samples"]
 
 PROVIDER = "retrieval"
 
@@ -81,6 +81,22 @@ def score_samples(
     no_answer_threshold: float | None = None,
 ) -> Evaluation:
     """Score ranking measures on every sample; returns an `Evaluation` keyed by measure name."""
+    rows = ranking_rows(
+        samples, measures, relevance_level=relevance_level, no_answer_threshold=no_answer_threshold
+    )
+    return note_id_warnings(Evaluation(rows))
+
+
+def ranking_rows(
+    samples: Iterable[Sample],
+    measures: Iterable[str | Measure],
+    *,
+    relevance_level: int = 1,
+    no_answer_threshold: float | None = None,
+) -> list[tuple[str, str, Score]]:
+    """`score_samples`'s cells as ``(sample id, measure name, Score)`` rows, in sample then
+    measure order, without the run-level id check: for a caller that keeps its own over more
+    samples than these (`evaluate`, a chunk at a time: `ragbridge.core.scoring.batched`)."""
     wanted = parse_measures(measures)
     for m in wanted:
         if m.is_count:
@@ -106,7 +122,7 @@ def score_samples(
         rows.extend(_ranking_cells(pending, ranking, relevance_level))
     order = {m.name: j for j, m in enumerate(wanted)}
     rows.sort(key=lambda row: (position[row[0]], order[row[1]]))
-    return note_id_warnings(Evaluation(rows))
+    return rows
 
 
 def _no_answer_cell(

@@ -43,6 +43,7 @@ from ..results.evaluation import Evaluation, Score, Usage
 from ..results.id_check import IdCheck, note_id_warnings
 from ..sample import Sample
 from ..settings import Settings, SettingsOptions
+from .batched import Batched
 from .record import score_record
 
 T = TypeVar("T")
@@ -170,19 +171,34 @@ async def aevaluate(
     if engine is not None and engine.model and any(m.needs_judge for m in resolved):
         own = SelfPreference(engine.model, generator)
 
-    async def one(sample: Sample) -> tuple[Sample, list[Metric], list[Score]]:
+    async def rest(sample: Sample, chosen: list[Metric]) -> list[Score]:
         ctx = MetricContext(judge=engine, embedder=embed_engine, nli=config.nli, shared_tags=tags)
+        return await score_record(sample, chosen, ctx, reuse)
+
+    async def one(sample: Sample) -> tuple[Sample, list[Metric], list[Score]]:
         chosen = resolved if applies is None else [m for m in resolved if applies(sample, m)]
-        return sample, chosen, await score_record(sample, chosen, ctx, reuse)
+        return sample, chosen, await rest(sample, chosen)
 
     done = 0
     seen: set[str] = set()
     spent = Usage()
     ids = IdCheck()
+    # Model-free measures (ranking, string) a chunk of samples at a time (`batched`).
+    batched = Batched.of(resolved)
+    stream: AsyncIterator[tuple[Sample, list[Metric], list[Score]]] = (
+        _ordered(map(one, _unique(samples, seen)), limit, stop=engines.stopped)
+        if batched is None
+        else batched.stream(
+            _unique(samples, seen),
+            applies=applies,
+            score_rest=rest,
+            ordered=_ordered,
+            limit=limit,
+            stop=engines.stopped,
+        )
+    )
     try:
-        async for sample, chosen, scores in _ordered(
-            map(one, _unique(samples, seen)), limit, stop=engines.stopped
-        ):
+        async for sample, chosen, scores in stream:
             for metric, score in zip(chosen, scores, strict=True):
                 if keep:
                     evaluation.add(sample.id, metric.name, score)
@@ -398,6 +414,7 @@ def judge_engine(
         price=settings.price,
         stop_after=settings.stop_after,
         slots=slots,
+        rate_limits=settings.rate_limits,
     )
 
 

@@ -1,0 +1,142 @@
+"""Throughput of ``ragbridge eval --out`` with six measures that call no model.
+
+Writes seeded synthetic eval sets (each sample: a question, an answer with a number in it, a
+reference, five ranked contexts drawn from a 10,000-passage corpus, so a context id always
+names the same text, as retrieval from one corpus does, and a relevance label), runs
+
+    ragbridge eval FILE --metrics recall@4,mrr,ndcg@4,token_f1,exact_match,context_usage --out R
+
+in a fresh process, ``--repeat`` times per size, and prints the median wall time, the cells per
+second (samples × 6 / wall, the process's start included), the same per second of CPU time
+(user + system: what the run costs, less sensitive than wall time to other processes on a
+shared machine) and the median peak RSS (the child's ``ru_maxrss``, read by a small wrapper
+process so that every measurement starts from zero).
+
+    python benchmarks/cheap_measures.py                      # 20,000 and 100,000 samples, 3 runs
+    python benchmarks/cheap_measures.py --sizes 20000 --repeat 1
+    python benchmarks/cheap_measures.py --source OLD_TREE    # the same runs on another checkout
+
+``--source`` puts a folder holding ``ragbridge/core`` and ``ragbridge/adapters`` (for a checkout,
+make one with two symlinks) first on ``PYTHONPATH``, to measure another version the same way.
+The machine's load average is printed: on a shared machine, compare runs made side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+METRICS = "recall@4,mrr,ndcg@4,token_f1,exact_match,context_usage"
+
+_WRAPPER = """
+import resource, subprocess, sys
+done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(done.returncode, usage.ru_maxrss, usage.ru_utime + usage.ru_stime)
+sys.stderr.write(done.stderr.decode()[-2000:])
+"""
+
+
+def _passage(doc: int, rng: random.Random) -> str:
+    return (
+        f"Passage {doc}: employees in band {rng.randrange(1, 9)} get {rng.randrange(20, 30)} "
+        f"days of paid leave a year, and {rng.randrange(2, 6)} more after five years."
+    )
+
+
+def write_samples(path: Path, n: int, seed: int = 0, corpus: int = 10_000) -> None:
+    """``n`` samples; the relevant passage is ranked somewhere in the top 5, or missed."""
+    rng = random.Random(seed)
+    passages = [_passage(doc, rng) for doc in range(corpus)]
+    with path.open("w", encoding="utf-8") as fh:
+        for i in range(n):
+            relevant = rng.randrange(corpus)
+            ranking = [rng.randrange(corpus) for _ in range(5)]
+            if rng.random() < 0.7:
+                ranking[rng.randrange(5)] = relevant
+            days = rng.randrange(20, 30)
+            row = {
+                "id": f"q{i}",
+                "question": f"How many days of leave does section {i} of the handbook give?",
+                "answer": f"Section {i} gives employees {days} days of paid leave.",
+                "reference": f"Employees get {rng.choice([days, days + 1])} days of leave.",
+                "contexts": [{"id": f"doc-{d}", "text": passages[d]} for d in ranking],
+                "relevance": {f"doc-{relevant}": 1},
+            }
+            fh.write(json.dumps(row) + "\n")
+
+
+def measure(data: Path, out: Path, source: str | None) -> tuple[int, int, float, float, str]:
+    """Exit code, peak RSS (KiB), wall time and CPU time (user + system) of one ``ragbridge
+    eval`` in a fresh process."""
+    env = dict(os.environ)
+    if source:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [source, env.get("PYTHONPATH")]))
+    command = [
+        sys.executable, "-m", "ragbridge.adapters.cli", "eval", str(data),
+        "--metrics", METRICS, "--out", str(out),
+    ]  # fmt: skip
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", _WRAPPER, *command],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    wall = time.perf_counter() - started
+    code, peak, cpu = done.stdout.split()
+    return int(code), int(peak), wall, float(cpu), done.stderr.strip()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="20000,100000", help="comma-separated sample counts")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per size (the median counts)")
+    parser.add_argument("--source", help="folder with ragbridge/{core,adapters} to measure")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print(
+        f"$ python benchmarks/cheap_measures.py --sizes {args.sizes} --repeat {args.repeat}", end=""
+    )
+    print(f" --source {args.source}" if args.source else "")
+    print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cpus")
+    print(f"metrics: {METRICS}")
+    print(
+        f"{'samples':>8}  {'wall s':>7}  {'cells/s':>8}  {'CPU s':>6}  {'cells/CPU s':>11}  "
+        f"{'peak RSS MB':>11}  load avg  exit"
+    )
+    with tempfile.TemporaryDirectory(prefix="ragbridge-cheap-") as tmp:
+        for n in sizes:
+            data = Path(tmp) / f"eval-{n}.jsonl"
+            write_samples(data, n)
+            runs = []
+            for _ in range(args.repeat):
+                load = os.getloadavg()[0]
+                runs.append((*measure(data, Path(tmp) / "results.jsonl", args.source), load))
+            wall = statistics.median(r[2] for r in runs)
+            cpu = statistics.median(r[3] for r in runs)
+            peak = statistics.median(r[1] for r in runs) / 1024
+            loads = "/".join(f"{r[5]:.1f}" for r in runs)
+            codes = ",".join(str(r[0]) for r in runs)
+            cells = n * len(METRICS.split(","))
+            print(
+                f"{n:>8,}  {wall:>7.1f}  {cells / wall:>8,.0f}  {cpu:>6.1f}  "
+                f"{cells / cpu:>11,.0f}  {peak:>11.0f}  {loads}  {codes}"
+            )
+            bad = next((r for r in runs if r[0] != 0 and r[4]), None)
+            if bad is not None:
+                print("   stderr: " + bad[4].splitlines()[-1])
+
+
+if __name__ == "__main__":
+    main()
