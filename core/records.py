@@ -84,10 +84,13 @@ def _mixed(kind: RecordKind, first: RecordKind, first_line: int) -> ValidationEr
     return ValidationError.from_exception_data(kind.capitalize(), [detail])
 
 
-def load_records(path: str | os.PathLike[str], *, skip_invalid: bool = False) -> RecordsReader:
+def load_records(
+    path: str | os.PathLike[str], *, skip_invalid: bool = False, spill_ids: bool = False
+) -> RecordsReader:
     """Stream the `Sample`s or `Conversation`s of a JSONL file (one kind per file).
 
     The errors and ``skip_invalid`` are those of `load_samples`; a line of the other kind is an
     error too (``data.jsonl:4: turns: this line is a conversation, but line 1 is a sample; ...``).
+    ``spill_ids`` bounds the id check's memory for a validating pass (`RecordReader`).
     """
-    return RecordsReader(path, skip_invalid=skip_invalid)
+    return RecordsReader(path, skip_invalid=skip_invalid, spill_ids=spill_ids)

@@ -19,7 +19,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from typing_extensions import Self
@@ -33,6 +33,9 @@ from .record_fields import (
 )
 from .trajectory import Step
 from .turn import ToolCall, Turn
+
+if TYPE_CHECKING:
+    from .scoring.id_spill import Duplicate, IdLedger
 
 __all__ = [
     "Context",
@@ -291,13 +294,27 @@ class RecordReader(Iterator[R]):
         *,
         skip_invalid: bool = False,
         lines: Iterable[tuple[int, bytes]] | None = None,
+        spill_ids: bool = False,
     ) -> None:
-        """Read ``path``; or, with ``lines``, parse those ``(number, raw line)`` pairs of it."""
+        """Read ``path``; or, with ``lines``, parse those ``(number, raw line)`` pairs of it.
+
+        ``spill_ids`` bounds the memory of the id check for a validating pass that scores
+        nothing (`ragbridge.core.scoring.id_spill.IdLedger`: ids past its threshold go to
+        sorted runs on disk): a repeat past the threshold is then raised when the file ends,
+        with the error an in-memory check raises first. Not with ``skip_invalid``, which must
+        know at each line whether to skip it.
+        """
         self.path = Path(path)
         self.skip_invalid = skip_invalid
         self.report = SampleLoadReport(source=str(path), noun=f"{self.noun}s")
         self._seen: dict[str, int] = {}
         self._lines = self._read() if lines is None else self._parse(str(path), lines)
+        self._ledger: IdLedger | None = None
+        if spill_ids and not skip_invalid:
+            from .scoring.id_spill import IdLedger
+
+            self._ledger = IdLedger()
+            self._lines = self._spilled(str(path), self._lines, self._ledger)
 
     def _read(self) -> Iterator[R]:
         with self.path.open("rb") as handle:
@@ -323,16 +340,42 @@ class RecordReader(Iterator[R]):
                     raise SampleValidationError(source, number, problems) from None
                 self.report.invalid.append(InvalidLine(number, problems))
                 continue
-            first = self._seen.get(record.id)
+            first = self._first_read(record.id, number)
             if first is not None:
                 problem = f"id: duplicate {self.noun} id {record.id!r} (first on line {first})"
                 if not self.skip_invalid:
                     raise SampleValidationError(source, number, [problem])
                 self.report.invalid.append(InvalidLine(number, [problem]))
                 continue
-            self._seen[record.id] = number
+            if self._ledger is None:
+                self._seen[record.id] = number
             self.report.loaded += 1
             yield record
+
+    def _first_read(self, record_id: str, number: int) -> int | None:
+        """The line ``record_id`` was first read on, when that is known now (else None)."""
+        if self._ledger is None:
+            return self._seen.get(record_id)
+        found = self._ledger.add(record_id, (0, number))
+        return None if found is None else found.first[1]
+
+    def _spilled(self, source: str, records: Iterator[R], ledger: IdLedger) -> Iterator[R]:
+        """``records``, then the repeats a spilled id check finds once they are all read (or
+        before another line's error, when a repeat came first)."""
+        with ledger:
+            try:
+                yield from records
+            except SampleValidationError:
+                self._refuse(source, ledger.finish())
+                raise
+            self._refuse(source, ledger.finish())
+
+    def _refuse(self, source: str, found: Duplicate | None) -> None:
+        if found is not None:
+            problem = (
+                f"id: duplicate {self.noun} id {found.sample_id!r} (first on line {found.first[1]})"
+            )
+            raise SampleValidationError(source, found.again[1], [problem])
 
     def _validate(self, raw: str, number: int) -> R:
         """The record on line ``number``; a bad one raises pydantic's ValidationError (worded by

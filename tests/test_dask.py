@@ -424,9 +424,7 @@ def test_eval_dask_keeps_parts_for_a_rerun(
 def test_eval_dask_refuses_what_it_cannot_do(
     shards: list[Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _, err = _cli(capsys, "eval", str(shards[0]), "--dask", "--repeat", "2")
-    assert code == 2
-    assert "--repeat and --dask" in err
+    # --repeat with --dask runs on the cluster now (tests/test_cluster_cli.py)
     code, _, err = _cli(capsys, "eval", str(shards[0]), "--dask", "--cache", ":memory:")
     assert code == 2
     assert "cannot be shared by cluster workers" in err

@@ -7,6 +7,12 @@ Finished partitions are kept in ``--parts`` (default ``OUT.parts`` beside ``--ou
 the run has completed; without ``--out``, a temporary folder): a run interrupted or stopped
 early is resumed by running the same command again, and only unfinished partitions are scored.
 
+``run`` and ``langsmith`` take ``--dask`` too: the pipeline runs (or the export is read) on this
+machine, and the samples it yields are scored on the cluster from a JSONL file: ``--save-samples``
+when given, else a temporary one (`samples_file`). ``--repeat N`` runs the N repeats one after
+the other, each spread over the cluster (`repeat_on_cluster`); runs 2..N open no cache, so the
+judge is asked afresh (and embeddings are computed again: deterministic, the same values).
+
 What it prints on stderr is its own: Ctrl-C gives one line saying how many partitions (samples,
 results) are kept and where; kept partitions that a rerun cannot reuse are named with what
 changed, before they are paid for again; a worker lost mid-run is one line, and the summary's
@@ -16,7 +22,10 @@ judge calls then read "at least N". Dask's own log lines appear with ``--verbose
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,11 +38,19 @@ from ragbridge.adapters.cli.plural import noun, plural
 
 if TYPE_CHECKING:
     from ragbridge.adapters.dask import ClusterInterrupted
+    from ragbridge.core.labels.repeatability import RepeatedEvaluation
     from ragbridge.core.metrics.base import Metric
     from ragbridge.core.results.evaluation import Evaluation
+    from ragbridge.core.sample import Sample
     from ragbridge.core.scoring.runner import OnResult
 
-__all__ = ["add_cluster_options", "check_cluster", "score_on_cluster"]
+__all__ = [
+    "add_cluster_options",
+    "check_cluster",
+    "repeat_on_cluster",
+    "samples_file",
+    "score_on_cluster",
+]
 
 LOCAL = "local"
 """``--dask`` with no address: a LocalCluster of ``--workers`` processes on this machine."""
@@ -78,19 +95,74 @@ def check_cluster(args: argparse.Namespace) -> None:
         import distributed  # noqa: F401
     except ImportError:
         raise UserError(f"--dask needs Dask distributed: {install_hint('dask')}") from None
-    if getattr(args, "repeat", 1) > 1:
-        raise UserError("--repeat and --dask: give one (repeats run on this machine)")
     if args.cache == ":memory:":
         raise UserError("--cache :memory: cannot be shared by cluster workers; give a file or URL")
 
 
-def _parts_folder(args: argparse.Namespace) -> tuple[str | None, bool]:
-    """The parts folder, and whether it is ours to remove once the run completes."""
+def _parts_folder(args: argparse.Namespace, repeat: int = 1) -> tuple[str | None, bool]:
+    """The parts folder, and whether it is ours to remove once the run completes.
+
+    Repeat ``k`` > 1 of ``--repeat`` keeps its partitions apart (``DIR/repeat-k``,
+    ``OUT.repeat-k.parts``): they are scored without the cache and must never pass for run 1's.
+    """
     if args.parts:
-        return args.parts, False
+        return (args.parts if repeat == 1 else str(Path(args.parts) / f"repeat-{repeat}")), False
     if args.out:
-        return f"{args.out}.parts", True
+        return (f"{args.out}.parts" if repeat == 1 else f"{args.out}.repeat-{repeat}.parts"), True
     return None, False
+
+
+@contextlib.contextmanager
+def samples_file(args: argparse.Namespace, samples: Sequence[Sample]) -> Iterator[Path | None]:
+    """The JSONL file a cluster scores ``samples`` from (``run``, ``langsmith``), or None
+    without ``--dask``.
+
+    Partitions are cut from a file (their fingerprints are its bytes, so a rerun that yields
+    the same samples reuses kept partitions): ``--save-samples`` when given (already written),
+    else a temporary file removed once scored.
+    """
+    if getattr(args, "dask", None) is None:
+        yield None
+        return
+    saved = getattr(args, "save_samples", None)
+    if saved:
+        yield Path(saved)
+        return
+    from ragbridge.core.sample import save_samples
+
+    with tempfile.TemporaryDirectory(prefix="ragbridge-samples-") as folder:
+        path = Path(folder) / "samples.jsonl"
+        save_samples(samples, path)
+        yield path
+
+
+def repeat_on_cluster(
+    args: argparse.Namespace,
+    metrics: list[Metric],
+    data: Path,
+    total: int,
+    *,
+    renew: Callable[[], object] | None = None,
+) -> RepeatedEvaluation:
+    """``--repeat N --dask``: N cluster runs of ``data``, one after the other.
+
+    Run 1 is an ordinary cluster run (cache, kept partitions). Runs 2..N open no cache and
+    reuse no Score, as `ragbridge.core.labels.repeatability` asks; ``renew()`` is called
+    before each of them (unfrozen criteria steps are written again). A run that stops early
+    ends the repetition, as on one machine.
+    """
+    from ragbridge.core.labels.repeatability import RepeatedEvaluation
+
+    runs: list[Evaluation] = []
+    for run in range(1, args.repeat + 1):
+        if run > 1 and renew is not None:
+            renew()
+        evaluation = score_on_cluster(args, metrics, data, total, on_result=None, repeat=run)
+        evaluation.metadata["repeat"] = run
+        runs.append(evaluation)
+        if evaluation.metadata.get("aborted"):
+            break
+    return RepeatedEvaluation(runs, [m.name for m in metrics if m.needs_judge])
 
 
 def score_on_cluster(
@@ -100,16 +172,21 @@ def score_on_cluster(
     total: int,
     *,
     on_result: OnResult | None,
+    repeat: int = 1,
 ) -> Evaluation:
-    """Score ``data`` on the cluster ``--dask`` names; cells go to ``on_result`` in order."""
+    """Score ``data`` on the cluster ``--dask`` names; cells go to ``on_result`` in order.
+
+    ``repeat`` > 1 is a repeat of ``--repeat``: no cache, no reused Score, its own parts folder.
+    """
     from ragbridge.adapters.dask import ClusterInterrupted, evaluate
 
-    folder, ours = _parts_folder(args)
+    folder, ours = _parts_folder(args, repeat)
     client: Any = None if args.dask == LOCAL else args.dask
     where = f"a local cluster of {plural(args.workers, 'worker')}" if client is None else args.dask
     console.note(f"scoring on {where}, {plural(args.partition_size, 'sample')} per partition")
+    label = "scoring" if getattr(args, "repeat", 1) == 1 else f"scoring run {repeat}"
     try:
-        with progress("scoring", total) as advance:
+        with progress(label, total) as advance:
             evaluation = evaluate(
                 str(data),
                 metrics,
@@ -124,7 +201,8 @@ def score_on_cluster(
                 progress=advance,
                 on_result=on_result,
                 keep=on_result is None,
-                cache=args.cache,
+                cache=args.cache if repeat == 1 else None,
+                reuse_results=repeat == 1,
                 max_concurrency=args.concurrency,
                 timeout=args.timeout,
                 max_retries=args.max_retries,

@@ -152,6 +152,7 @@ def register(sub: Any) -> None:
     criteria_command.add_criteria_option(run)
     run.set_defaults(metrics=DefaultMetrics(DEFAULT_METRICS))  # fitted to the questions' fields
     split_command.add_heldout_options(run)
+    cluster_command.add_cluster_options(run)
     run.set_defaults(handler=run_pipeline)
 
     ls = add_command(
@@ -172,6 +173,7 @@ def register(sub: Any) -> None:
     ls.set_defaults(metrics=DefaultMetrics(LANGSMITH_METRICS))  # told apart from a typed list
     add_generator_option(ls)
     criteria_command.add_criteria_option(ls)
+    cluster_command.add_cluster_options(ls)
     ls.set_defaults(handler=run_langsmith)
 
     est = add_command(
@@ -625,6 +627,7 @@ def run_pipeline(args: argparse.Namespace) -> int:
     data = check_input(args.data)
     if conversations_command.holds_conversations(data):
         return conversations_command.run_script(args, data)
+    cluster_command.check_cluster(args)
     questions = read_samples(args.data)  # before the pipeline: its import may take minutes
     produced = FieldCounts.of(questions, produced=("answer", "contexts"))
     plan = prepare(args, [data], fields=produced)
@@ -634,13 +637,15 @@ def run_pipeline(args: argparse.Namespace) -> int:
     _save_samples(args, samples)
     own = _self_judging(args, samples, plan)
     metadata = {"heldout": heldout} if heldout else {}
-    evaluation = score(
-        args,
-        plan,
-        samples,
-        len(samples),
-        metadata={**metadata, **own, **recording.history_metadata(args)},
-    )
+    with cluster_command.samples_file(args, samples) as path:  # --dask: scored from a file
+        evaluation = score(
+            args,
+            plan,
+            samples,
+            len(samples),
+            metadata={**metadata, **own, **recording.history_metadata(args)},
+            data=path,
+        )
     return finish(args, evaluation, n_samples=len(samples), samples=lambda: samples, command="run")
 
 
@@ -663,6 +668,7 @@ def _run_any(pipeline: Any, questions: list[Sample], spec: str) -> list[Sample]:
 
 def run_langsmith(args: argparse.Namespace) -> int:
     path = check_input(args.runs)  # before the import: a typo should not read as a missing extra
+    cluster_command.check_cluster(args)
     plan = prepare(args, [path])
     from ragbridge.adapters.langsmith import load_runs, samples_from_runs
 
@@ -675,9 +681,15 @@ def run_langsmith(args: argparse.Namespace) -> int:
     samples = samples_from_runs(runs, retriever=args.retriever)
     _save_samples(args, samples)
     own = _self_judging(args, samples, plan)
-    evaluation = score(
-        args, plan, samples, len(samples), metadata={**own, **recording.history_metadata(args)}
-    )
+    with cluster_command.samples_file(args, samples) as saved:  # --dask: scored from a file
+        evaluation = score(
+            args,
+            plan,
+            samples,
+            len(samples),
+            metadata={**own, **recording.history_metadata(args)},
+            data=saved,
+        )
     return finish(
         args, evaluation, n_samples=len(samples), samples=lambda: samples, command="langsmith"
     )

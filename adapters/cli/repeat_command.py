@@ -1,5 +1,9 @@
 """``ragbridge eval --repeat N``: score every sample N times and say how repeatable the judge is.
 
+With ``--dask`` each run is spread over the cluster, one run after the other
+(`cluster_command.repeat_on_cluster`); there runs 2..N open no cache at all, so embeddings are
+computed again too (deterministic models: the same values, some time).
+
 Run 1 is the ordinary run: it reads and writes the cache, and it is what ``--out``, ``--report``
 and the exit code describe, so a repeated run gates exactly like a single one. Runs 2..N bypass
 the cache for judge replies (`ragbridge.core.labels.repeatability`); that is printed before they
@@ -18,14 +22,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli import cluster_command, console
 from ragbridge.adapters.cli.argtypes import whole_number
 from ragbridge.adapters.cli.plural import plural
 from ragbridge.adapters.cli.tables import aligned
 
 if TYPE_CHECKING:
     from ragbridge.adapters.cli.eval_command import Plan
-    from ragbridge.core.labels.repeatability import MetricRepeatability
+    from ragbridge.core.labels.repeatability import MetricRepeatability, RepeatedEvaluation
     from ragbridge.core.sample import Sample
 
 __all__ = ["add_repeat_option", "repeat_lines", "run_repeated"]
@@ -50,7 +54,6 @@ def run_repeated(
     args: argparse.Namespace, plan: Plan, data: Path, count: int, metadata: dict[str, Any]
 ) -> int:
     from ragbridge.adapters.cli.criteria_command import renew_steps, written_steps
-    from ragbridge.adapters.cli.eval_command import finish_file
     from ragbridge.adapters.cli.options import progress, settings_from
     from ragbridge.core.labels.repeatability import evaluate_repeated
     from ragbridge.core.sample import load_samples
@@ -75,6 +78,15 @@ def run_repeated(
             "them again (`ragbridge criteria freeze` pins them)"
         )
     total = count * args.repeat
+    if getattr(args, "dask", None) is not None:
+        console.note(
+            f"--repeat {args.repeat} --dask: the runs go over the cluster one after the other; "
+            f"runs 2..{args.repeat} open no cache (embeddings are computed again)"
+        )
+        repeated = cluster_command.repeat_on_cluster(
+            args, plan.metrics, data, count, renew=lambda: renew_steps(plan.metrics)
+        )
+        return _finish(args, repeated, judged, data, count, metadata)
     started = [0]
 
     def samples() -> Iterable[Sample]:
@@ -97,6 +109,20 @@ def run_repeated(
             **settings_from(args, judge=plan.judge, embedder=plan.embedder, nli=plan.nli),
             progress=step,
         )
+    return _finish(args, repeated, judged, data, count, metadata)
+
+
+def _finish(
+    args: argparse.Namespace,
+    repeated: RepeatedEvaluation,
+    judged: list[str],
+    data: Path,
+    count: int,
+    metadata: dict[str, Any],
+) -> int:
+    """Print the repeatability table, keep it in run 1's header, and finish run 1's files."""
+    from ragbridge.adapters.cli.eval_command import finish_file
+
     figures = repeated.summary()
     first = repeated.runs[0]
     first.metadata.update(metadata)

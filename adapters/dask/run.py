@@ -46,6 +46,7 @@ from ragbridge.core.judging.engine import Price
 from ragbridge.core.metrics.base import Metric
 from ragbridge.core.results.evaluation import Evaluation, Score
 from ragbridge.core.results.id_check import IdCheck, note_id_warnings
+from ragbridge.core.scoring.id_spill import IdLedger
 from ragbridge.core.scoring.partitions import (
     Partition,
     PartStore,
@@ -59,6 +60,8 @@ from ragbridge.core.scoring.partitions import (
 from ragbridge.core.scoring.runner import OnResult, Progress, resolve_metrics
 from ragbridge.core.settings import Settings
 
+from .bag_ids import check_bag_ids
+from .blocks import release_leases
 from .ledger import ATTEMPT_KEY, SUBSCRIPTIONS, CallLedger
 from .quiet import PRELOAD, SILENT, quiet_dask
 from .worker import Job, ModelSource, describe_source, running_counts, score_items, score_partition
@@ -203,12 +206,14 @@ def evaluate(
 
         cap = Semaphore(max_leases=config.max_concurrency, name=job.cap_name)
         stack.callback(_close_quietly, cap)
+        stack.callback(release_leases, dask_client, job.cap_name)  # runs first: LIFO
         ledger = CallLedger(run)
         SUBSCRIPTIONS.add(dask_client, ledger)
         stack.callback(SUBSCRIPTIONS.remove, dask_client, ledger)
         driver = _Driver(dask_client, job, store, digest, progress, readable, ledger, on_note)
         try:
             if _is_bag(data):
+                check_bag_ids(dask_client, data, window=driver.window())  # before paying
                 partitions = driver.run_bag(data)
             else:
                 shards = expand_shards(cast("str | os.PathLike[str] | Sequence[str]", data))
@@ -484,16 +489,15 @@ def _join(
     evaluation = Evaluation()
     metadata: list[dict[str, Any]] = []
     ids = IdCheck()
-    seen: set[str] = set()
+    seen = IdLedger()  # ids were checked before the run: a guard, in bounded memory
     for index in indices:
         part = store.read(index)
         metadata.append(part.metadata)
         by_sample: dict[str, list[Score]] = {}
         for sample_id, metric, score in part:
-            if sample_id in seen:
-                raise ValueError(
-                    f"duplicate sample id {sample_id!r} (in partition {index} and an earlier one)"
-                )
+            if sample_id not in by_sample and seen.add(sample_id, (index, 0)) is not None:
+                seen.close()
+                raise _repeated(sample_id, index)
             by_sample.setdefault(sample_id, []).append(score)
             if keep:
                 evaluation.add(sample_id, metric, score)
@@ -501,7 +505,10 @@ def _join(
                 on_result(sample_id, metric, score)
         for sample_id, scores in by_sample.items():
             ids.add_scores(sample_id, scores)
-        seen.update(by_sample)
+    repeat = seen.finish()  # past the ledger's spill, a repeat is found here
+    seen.close()
+    if repeat is not None:
+        raise _repeated(repeat.sample_id, repeat.again[0])
     evaluation.metadata = combine_metadata(metadata)
     evaluation.metadata["cluster"] = {
         "workers": len(driver.client.nthreads()),
@@ -526,3 +533,9 @@ def _join(
     if not keep:
         evaluation.metadata["cells_kept"] = False
     return note_id_warnings(evaluation, ids)
+
+
+def _repeated(sample_id: str, index: int) -> ValueError:
+    return ValueError(
+        f"duplicate sample id {sample_id!r} (in partition {index} and an earlier one)"
+    )

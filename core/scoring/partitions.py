@@ -6,7 +6,8 @@ things must hold for its result to equal a local run's, and are kept here, free 
 * **Input order and ids.** Partitions are consecutive runs of lines, numbered in input order
   (files in the order given, globs sorted), so joining finished partitions by index gives the
   local run's order. Sample ids must be unique across *all* shards, as they are within one file:
-  `plan_partitions` reads every id once and refuses a duplicate naming both places.
+  `plan_partitions` reads every id once and refuses a duplicate naming both places, in
+  bounded memory (`IdLedger`: ids spill to sorted runs on disk past a threshold).
 * **Nothing lost, nothing twice.** A finished partition is one results file written atomically
   (`Evaluation.to_jsonl`: temporary file, then rename), so a worker killed mid-partition leaves
   no half file, and the partition is simply scored again; the index names the file, so a retry
@@ -40,6 +41,7 @@ from ..cache.backend import redact_url
 from ..judging.self_preference import METADATA_KEY as SELF_JUDGED
 from ..results.evaluation import Evaluation
 from ..sample import Sample, SampleValidationError, parse_sample_lines
+from .id_spill import Duplicate, IdLedger
 
 __all__ = [
     "PART_KEY",
@@ -50,6 +52,7 @@ __all__ = [
     "expand_shards",
     "not_reused_reason",
     "plan_partitions",
+    "raw_id",
     "readable_url",
 ]
 
@@ -176,19 +179,35 @@ def expand_shards(shards: str | os.PathLike[str] | Sequence[str | os.PathLike[st
     return list(dict.fromkeys(found))
 
 
-def plan_partitions(shards: Sequence[str], size: int, config: str) -> Iterator[Partition]:
+def plan_partitions(
+    shards: Sequence[str], size: int, config: str, *, spill_at: int | None = None
+) -> Iterator[Partition]:
     """Partitions of at most ``size`` samples over ``shards``, in input order.
 
     Reads every line once: to cut at line boundaries, to fingerprint the bytes with ``config``
     (`config_digest`), and to refuse a line that is not JSON or an id seen before (anywhere in
-    the shards) with ``file:line:``, before any partition is scored. Ids are kept as a set,
-    about 100 bytes each: 10 million samples need about 1 GB on the planning machine.
+    the shards) with ``file:line:``. Ids are checked by an `IdLedger`: in memory up to
+    ``spill_at`` ids (default `id_spill.SPILL_AT`), then in sorted runs on disk, so 10 million
+    samples do not need 1 GB on the planning machine. Past the spill a repeat is found when the
+    pass ends, after the last partition is yielded: consume every partition before scoring any
+    (the cluster run does). The error is the one a single in-memory pass raises: the first line
+    that repeats an id, naming where it was first seen; a bad line stops the pass with its own
+    error unless an earlier line repeated an id.
     """
     if size < 1:
         raise ValueError(f"partition size must be >= 1, got {size}")
-    seen: dict[str, tuple[str, int]] = {}
+    with IdLedger(spill_at) as ids:
+        try:
+            yield from _cut(shards, size, config, ids)
+        except SampleValidationError:
+            _refuse(shards, ids.finish())  # a repeat on an earlier line is what a pass meets first
+            raise
+        _refuse(shards, ids.finish())
+
+
+def _cut(shards: Sequence[str], size: int, config: str, ids: IdLedger) -> Iterator[Partition]:
     index = 0
-    for source in shards:
+    for number_of_shard, source in enumerate(shards):
         with open(source, "rb") as handle:
             start = offset = 0
             first_line = 1
@@ -203,14 +222,7 @@ def plan_partitions(shards: Sequence[str], size: int, config: str) -> Iterator[P
                 if not line.strip():
                     continue
                 sample_id = _line_id(source, number, line)
-                if sample_id in seen:
-                    where, line_no = seen[sample_id]
-                    raise SampleValidationError(
-                        source,
-                        number,
-                        [f"id: duplicate sample id {sample_id!r} (first in {where}:{line_no})"],
-                    )
-                seen[sample_id] = (source, number)
+                _refuse(shards, ids.add(sample_id, (number_of_shard, number)))
                 count += 1
                 if count == size:
                     yield Partition(
@@ -223,15 +235,41 @@ def plan_partitions(shards: Sequence[str], size: int, config: str) -> Iterator[P
                 index += 1
 
 
+def _refuse(shards: Sequence[str], found: Duplicate | None) -> None:
+    """Raise the ``file:line: id: duplicate sample id`` error for a repeat, naming the first."""
+    if found is None:
+        return
+    (shard, line), (first_shard, first_line) = found.again, found.first
+    raise SampleValidationError(
+        shards[shard],
+        line,
+        [
+            f"id: duplicate sample id {found.sample_id!r} "
+            f"(first in {shards[first_shard]}:{first_line})"
+        ],
+    )
+
+
 def _line_id(source: str, number: int, line: bytes) -> str:
     """The ``id`` of one raw line, as `Sample` reads it (numbers become strings)."""
     try:
         obj = json.loads(line.removeprefix(b"\xef\xbb\xbf"))
     except ValueError as exc:
         raise SampleValidationError(source, number, [f"invalid JSON: {exc}"]) from None
+    found = raw_id(obj)
+    if found is None:
+        raise SampleValidationError(source, number, ["id: a non-empty string is required"])
+    return found
+
+
+def raw_id(obj: object) -> str | None:
+    """The ``id`` of one sample dict (or `Sample`) as `Sample` reads it, or None when it has
+    none a `Sample` would accept (numbers become strings; a bool or an empty string is none)."""
+    if isinstance(obj, Sample):
+        return obj.id
     value = obj.get("id") if isinstance(obj, dict) else None
     if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
-        raise SampleValidationError(source, number, ["id: a non-empty string is required"])
+        return None
     return str(value)
 
 
