@@ -9,7 +9,7 @@ Planning reads every sample id once and refuses a repeat before a judge is paid
 
 * **before**: the check as it was, a dictionary from each id to where it was read
   (``{id: (file, line)}``): it grows with the number of ids.
-* **after**: `IdLedger` (`ragbridge.core.scoring.id_spill`): a dictionary up to ``--spill-at``
+* **after**: `IdLedger` (`ragbridge.core.id_spill`): a dictionary up to ``--spill-at``
   ids, then sorted runs on disk merged at the end; exact, in memory bounded by the threshold.
 
 Ids are 32 hex characters (the size of a UUID without dashes), made on the fly in a scrambled
@@ -47,7 +47,7 @@ def _rss_bytes() -> int:
 
 def _measure(method: str, n: int, spill_at: int | None) -> dict[str, float]:
     """One case, in this process: the check over ``n`` ids; its peak RSS growth and time."""
-    from ragbridge.core.scoring.id_spill import IdLedger
+    from ragbridge.core.id_spill import IdLedger
 
     source = "traces.jsonl"
     base = _rss_bytes()
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.one:  # a child: one case, its figures as JSON on stdout
         print(json.dumps(_measure(args.one[0], int(args.one[1]), args.spill_at)))
         return 0
-    from ragbridge.core.scoring.id_spill import SPILL_AT
+    from ragbridge.core.id_spill import SPILL_AT
 
     print(subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip())
     print(f"spill threshold: {args.spill_at or SPILL_AT:,} ids")

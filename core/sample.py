@@ -35,7 +35,7 @@ from .trajectory import Step
 from .turn import ToolCall, Turn
 
 if TYPE_CHECKING:
-    from .scoring.id_spill import Duplicate, IdLedger
+    from .id_spill import Duplicate, IdLedger
 
 __all__ = [
     "Context",
@@ -299,7 +299,7 @@ class RecordReader(Iterator[R]):
         """Read ``path``; or, with ``lines``, parse those ``(number, raw line)`` pairs of it.
 
         ``spill_ids`` bounds the memory of the id check for a validating pass that scores
-        nothing (`ragbridge.core.scoring.id_spill.IdLedger`: ids past its threshold go to
+        nothing (`ragbridge.core.id_spill.IdLedger`: ids past its threshold go to
         sorted runs on disk): a repeat past the threshold is then raised when the file ends,
         with the error an in-memory check raises first. Not with ``skip_invalid``, which must
         know at each line whether to skip it.
@@ -311,7 +311,7 @@ class RecordReader(Iterator[R]):
         self._lines = self._read() if lines is None else self._parse(str(path), lines)
         self._ledger: IdLedger | None = None
         if spill_ids and not skip_invalid:
-            from .scoring.id_spill import IdLedger
+            from .id_spill import IdLedger
 
             self._ledger = IdLedger()
             self._lines = self._spilled(str(path), self._lines, self._ledger)

@@ -28,11 +28,11 @@ from fake_openai import FakeOpenAI
 
 from ragbridge.adapters.cli import main
 from ragbridge.adapters.dask import evaluate
+from ragbridge.core import id_spill
+from ragbridge.core.id_spill import IdLedger
 from ragbridge.core.records import load_records
 from ragbridge.core.results.evaluation import Evaluation
 from ragbridge.core.sample import SampleValidationError
-from ragbridge.core.scoring import id_spill
-from ragbridge.core.scoring.id_spill import IdLedger
 from ragbridge.core.scoring.partitions import plan_partitions
 
 DATA = Path(__file__).parent / "data"

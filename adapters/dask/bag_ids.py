@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ragbridge.core.scoring.id_spill import Duplicate, IdLedger
+from ragbridge.core.id_spill import Duplicate, IdLedger
 from ragbridge.core.scoring.partitions import raw_id
 
 if TYPE_CHECKING:

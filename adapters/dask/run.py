@@ -42,11 +42,11 @@ from typing import TYPE_CHECKING, Any, TypeGuard, cast
 from typing_extensions import TypedDict, Unpack
 
 from ragbridge.core.cache.backend import CacheBackend, is_cache_url
+from ragbridge.core.id_spill import IdLedger
 from ragbridge.core.judging.engine import Price
 from ragbridge.core.metrics.base import Metric
 from ragbridge.core.results.evaluation import Evaluation, Score
 from ragbridge.core.results.id_check import IdCheck, note_id_warnings
-from ragbridge.core.scoring.id_spill import IdLedger
 from ragbridge.core.scoring.partitions import (
     Partition,
     PartStore,

@@ -38,10 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from ..cache.backend import redact_url
+from ..id_spill import Duplicate, IdLedger
 from ..judging.self_preference import METADATA_KEY as SELF_JUDGED
 from ..results.evaluation import Evaluation
 from ..sample import Sample, SampleValidationError, parse_sample_lines
-from .id_spill import Duplicate, IdLedger
 
 __all__ = [
     "PART_KEY",
