@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .shadow import FinishedRequest, ShadowScorer
     from .sinks import RequestSink, StoreSink
     from .store import SCHEMA_VERSION, MonitorStore, StoreError
+    from .store_api import ResultsStore, open_store
 
 # Exported lazily (PEP 562), as `ragbridge.core` is: a reader of the store (``ragbridge
 # history``, ``--history``) must not pay for importing the scorer, the metrics and the alert
@@ -38,6 +39,7 @@ _EXPORTS: dict[str, str] = {
     "MonitorStore": "store",
     "RequestRecord": "records",
     "RequestSink": "sinks",
+    "ResultsStore": "store_api",
     "Rule": "alerts",
     "RunRecord": "records",
     "ScoreCell": "records",
@@ -46,6 +48,7 @@ _EXPORTS: dict[str, str] = {
     "StoreSink": "sinks",
     "check": "alerts",
     "feedback_report": "correlation",
+    "open_store": "store_api",
     "record_run": "history",
     "run_history": "history",
 }
@@ -60,6 +63,7 @@ __all__ = [
     "MonitorStore",
     "RequestRecord",
     "RequestSink",
+    "ResultsStore",
     "Rule",
     "RunRecord",
     "ScoreCell",
@@ -68,6 +72,7 @@ __all__ = [
     "StoreSink",
     "check",
     "feedback_report",
+    "open_store",
     "record_run",
     "run_history",
 ]

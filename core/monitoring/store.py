@@ -157,6 +157,11 @@ class MonitorStore:
     def __repr__(self) -> str:
         return f"MonitorStore({str(self.path)!r})"
 
+    @property
+    def location(self) -> str:
+        """Where the store lives, for messages (`ResultsStore.location`)."""
+        return str(self.path)
+
     # -- requests ---------------------------------------------------------------------------
 
     def add_request(self, record: RequestRecord) -> None:
