@@ -77,6 +77,9 @@ class RunRecord(BaseModel):
     """The input file (or pipeline) the run scored."""
     commit: str | None = None
     """The git commit of the working directory, when there was one."""
+    branch: str | None = None
+    """The branch the run was made on (the checked-out branch, or the CI's branch variable for a
+    detached checkout), so a team's store can answer "this branch vs main"."""
     config: dict[str, Any] = Field(default_factory=dict)
     summary: dict[str, dict[str, Any]] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
