@@ -62,8 +62,9 @@ _MONTHS = {
 _NAME = re.compile(r"\b[A-Z][\w'’-]*(?:\s+(?:of|de|van|von|la|le|da|del)?\s*[A-Z][\w'’-]*)*")
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def normalise(text: str) -> str:
-    """NFKC, unified quotes and dashes, collapsed whitespace."""
+    """NFKC, unified quotes and dashes, collapsed whitespace. Memoised (see `sentences`)."""
     text = unicodedata.normalize("NFKC", text)
     text = text.replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"')
     text = text.replace("–", "-").replace("—", "-")
@@ -71,7 +72,19 @@ def normalise(text: str) -> str:
 
 
 def sentences(text: str) -> list[str]:
-    """Split prose into sentences. Line breaks always end a sentence (lists, bullet points)."""
+    """Split prose into sentences. Line breaks always end a sentence (lists, bullet points).
+
+    Memoised (a new list each call, so callers may change theirs): during a cold offline run
+    every measure splits the same contexts, answer and reference again, one to four times per
+    sample, and splitting, `words` and `term` were together ~60% of the time spent outside the
+    embedding model (``benchmarks/offline_speed.py`` under cProfile). The caches are bounded
+    (`functools.lru_cache`), keyed by the text alone, and the functions are pure."""
+    return list(_sentences(text))
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _sentences(text: str) -> tuple[str, ...]:
+    """`sentences`, as a tuple that can be shared."""
     out: list[str] = []
     for block in re.split(r"\n\s*", text):
         block = normalise(block)
@@ -97,12 +110,19 @@ def sentences(text: str) -> list[str]:
         tail = block[start:].strip()
         if tail:
             out.append(tail)
-    return [s for s in out if any(ch.isalnum() for ch in s)]
+    return tuple(s for s in out if any(ch.isalnum() for ch in s))
 
 
 def words(text: str) -> list[str]:
-    """Lower-cased word tokens (letters and digits; inner apostrophes kept)."""
-    return [w.lower().replace("’", "'") for w in _WORD.findall(text)]
+    """Lower-cased word tokens (letters and digits; inner apostrophes kept). Memoised, as
+    `sentences` (a new list each call)."""
+    return list(_words(text))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _words(text: str) -> tuple[str, ...]:
+    """`words`, as a tuple that can be shared."""
+    return tuple(w.lower().replace("’", "'") for w in _WORD.findall(text))
 
 
 def plain(word: str) -> str:
@@ -116,11 +136,13 @@ _SUFFIXES = (
 )  # fmt: skip
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def term(word: str) -> str:
     """A word as facts are compared: a possessive dropped ("everest's" = "everest"), accents
     folded ("Säuwäntzt" = "sauwantzt") and a common suffix cut ("approves" = "approval" =
     "approv", "metres" = "metre"), the same on both sides of a comparison. Crude on purpose:
-    it must only make two forms of one word meet, never be read."""
+    it must only make two forms of one word meet, never be read. Memoised: a vocabulary
+    repeats."""
     word = plain(word)
     folded = "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
     if folded.isdigit():
