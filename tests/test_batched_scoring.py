@@ -251,8 +251,8 @@ def test_only_declared_pure_metrics_are_batched() -> None:
 def test_result_lines_are_the_bytes_cell_line_writes() -> None:
     """`ResultWriter` writes `cell_json`'s lines: byte for byte `cell_line`'s, on every cell
     of a random run and on Scores with usage, a judge, failures and text to escape."""
-    from ragbridge.core.results.cell_json import cell_json
-    from ragbridge.core.results.evaluation import Failure, FailureKind, cell_line
+    from ragbridge.core.results.cell_json import cell_json, cell_line
+    from ragbridge.core.results.evaluation import Failure, FailureKind
     from ragbridge.core.results.usage import Usage
 
     cells: list[tuple[str, str, Score]] = []

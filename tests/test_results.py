@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from ragbridge.core.results.cell_json import cell_json
 from ragbridge.core.results.evaluation import (
     Evaluation,
     EvaluationRow,
@@ -573,16 +574,16 @@ def test_to_jsonl_that_fails_midway_leaves_the_old_file_and_no_temp_file(
     _example().to_jsonl(path)
     before = path.read_bytes()
     bigger = Evaluation((f"s{i}", "m", Score(value=0.5)) for i in range(50))
-    real = json.dumps
+    real = cell_json
     calls = {"n": 0}
 
-    def dumps(obj: Any, **kw: Any) -> str:
+    def line(sample_id: str, metric: str, score: Score) -> str:
         calls["n"] += 1
-        if calls["n"] == 20:  # the header and 18 cells are written: then the disk is full
+        if calls["n"] == 19:  # the header and 18 cells are written: then the disk is full
             raise OSError(28, "No space left on device")
-        return real(obj, **kw)
+        return real(sample_id, metric, score)
 
-    monkeypatch.setattr("ragbridge.core.results.evaluation.json.dumps", dumps)
+    monkeypatch.setattr("ragbridge.core.results.evaluation.cell_json", line)
     with pytest.raises(OSError, match="No space left"):
         bigger.to_jsonl(path)
     assert path.read_bytes() == before

@@ -334,7 +334,7 @@ class Metric:
                 update["judge_model"] = ctx.embedder.model
         if self.needs_judge and self.prompt_version is not None and score.prompt_version is None:
             update["prompt_version"] = self.prompt_version
-        return score.model_copy(update=update)
+        return score.stamped(update)  # `model_copy(update=...)`, checked, without its cost
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

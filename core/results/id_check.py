@@ -200,6 +200,7 @@ class IdCheck:
         self._lock = threading.Lock()
         # Counts, not the matches themselves: a run of a million samples keeps one id each.
         self._seen: set[str] = set()
+        self._labelled = 0
         self._first_bad: IdMatch | None = None
         self._bad = 0
         self._bad_ids: list[str] = []  # the first SHOWN_SAMPLES, for the line
@@ -216,19 +217,24 @@ class IdCheck:
             if sample_id in self._seen:
                 return
             self._seen.add(sample_id)
-            if not match.mismatched:
-                return
-            self._bad += 1
-            if len(self._bad_ids) < SHOWN_SAMPLES:
-                self._bad_ids.append(str(sample_id))
-            if self._first_bad is None:
-                self._first_bad = match
-            if match.metadata_key is not None:
-                key = match.metadata_key
-                self._bad_keys[key] = self._bad_keys.get(key, 0) + 1
-            self._bad_llamaindex += match.llamaindex
-            self._bad_ids_all_random &= _looks_random(match.retrieved_example)
-            self._bad_labels_any_random |= _looks_random(match.label_example)
+            self._count(sample_id, match)
+
+    def _count(self, sample_id: str, match: IdMatch) -> None:
+        """Count one labelled sample's match (the lock held)."""
+        self._labelled += 1
+        if not match.mismatched:
+            return
+        self._bad += 1
+        if len(self._bad_ids) < SHOWN_SAMPLES:
+            self._bad_ids.append(str(sample_id))
+        if self._first_bad is None:
+            self._first_bad = match
+        if match.metadata_key is not None:
+            key = match.metadata_key
+            self._bad_keys[key] = self._bad_keys.get(key, 0) + 1
+        self._bad_llamaindex += match.llamaindex
+        self._bad_ids_all_random &= _looks_random(match.retrieved_example)
+        self._bad_labels_any_random |= _looks_random(match.label_example)
 
     def add_score(self, sample_id: str, score: Score) -> None:
         """Record a sample from a ranking `Score`'s details; other scores are ignored."""
@@ -240,10 +246,22 @@ class IdCheck:
         for score in scores:
             self.add_score(sample_id, score)
 
+    def add_sample(self, sample_id: str, scores: Iterable[Score]) -> None:
+        """`add_scores` of all of a sample's Scores, for a caller that feeds each sample once
+        (`evaluate`: its ids are unique): no id is kept, so a run's memory does not grow with
+        its samples. The ranking Scores of one sample share its match; the first counts."""
+        for score in scores:
+            match = _from_details(score)
+            if match is not None:
+                if match.retrieved:
+                    with self._lock:
+                        self._count(sample_id, match)
+                return
+
     @property
     def labelled(self) -> int:
         """Labelled samples that retrieved at least one id."""
-        return len(self._seen)
+        return self._labelled
 
     @property
     def mismatched(self) -> int:
@@ -302,7 +320,7 @@ class IdCheck:
 
     def _state(self) -> _Mismatches | None:
         with self._lock:
-            n, bad, first = len(self._seen), self._bad, self._first_bad
+            n, bad, first = self._labelled, self._bad, self._first_bad
             keys = dict(self._bad_keys)
             llamaindex = self._bad_llamaindex * 2 > bad
             random_ids = self._bad_ids_all_random and not self._bad_labels_any_random

@@ -166,8 +166,48 @@ def mean_ci(
     if lo_v == hi_v:
         return MeanCI(lo_v, lo_v, lo_v, int(arr.size))
     mean = min(max(float(np.mean(arr)), lo_v), hi_v)
-    low, high = bootstrap_ci(arr, confidence=confidence, n_resamples=n_resamples, seed=seed)
+    _check_confidence(confidence)
+    _check_resamples(n_resamples)
+    grouped = _grouped_mean_ci(arr, confidence=confidence, n_resamples=n_resamples, seed=seed)
+    if grouped is None:
+        grouped = bootstrap_ci(arr, confidence=confidence, n_resamples=n_resamples, seed=seed)
+    low, high = grouped
     return MeanCI(mean, max(low, lo_v), min(high, hi_v), int(arr.size))
+
+
+#: Below this many values `mean_ci` always resamples the values themselves (`bootstrap_ci`).
+_GROUPED_MIN_N = 10_000
+#: The grouped bootstrap is used when the values take at most n / this many distinct values.
+_GROUPED_SPARSITY = 32
+
+
+def _grouped_mean_ci(
+    arr: FloatArray, *, confidence: float, n_resamples: int, seed: int
+) -> tuple[float, float] | None:
+    """The percentile bootstrap CI of the mean drawn through counts per distinct value, or None
+    where that does not pay (fewer than `_GROUPED_MIN_N` values, or too many distinct ones).
+
+    A resample of n values with replacement is, as far as its mean goes, only how many times
+    it holds each distinct value: a multinomial draw of n over the distinct values with their
+    observed shares. Drawing those counts (distinct values × resamples) instead of n indices
+    per resample gives the same bootstrap distribution of the mean at a fraction of the cost
+    when scores take few values (ranking measures, exact match, token F1 over short answers:
+    100,000 values × 2,000 resamples cost 1.6 s per metric resampled value by value). Only the
+    random draws differ from `bootstrap_ci`'s, so an interval agrees with it to within the
+    bootstrap's own Monte Carlo error, and a seed still gives the same interval.
+    """
+    n = arr.size
+    if n < _GROUPED_MIN_N:
+        return None
+    values, counts = np.unique(arr, return_counts=True)
+    if values.size * _GROUPED_SPARSITY > n:
+        return None
+    rng = np.random.default_rng(seed)
+    draws = rng.multinomial(n, counts / n, size=n_resamples)
+    means = (draws @ values) / n
+    alpha = 1.0 - confidence
+    low, high = np.quantile(means, [alpha / 2.0, 1.0 - alpha / 2.0])
+    return float(low), float(high)
 
 
 def paired_bootstrap_ci(

@@ -169,7 +169,10 @@ def _ranking_cells(
             else:
                 value = min(1.0, max(0.0, float(result.values[m][i])))
                 why = match.reason() if match.mismatched else None
-                score = Score(value=value, reason=why, details=details, provider=PROVIDER)
+                # plain values made here: `Score.trusted` skips pydantic's per-field work; each
+                # cell gets its own details (a trusted Score does not copy them)
+                own = dict(details, relevant_ranks=list(ranks))
+                score = Score.trusted(value=value, reason=why, details=own, provider=PROVIDER)
             rows.append((sample.id, m.name, score))
     return rows
 

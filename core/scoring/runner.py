@@ -41,7 +41,7 @@ from ..judging.self_preference import METADATA_KEY, SelfPreference, SelfPreferen
 from ..metrics.base import Metric, MetricContext
 from ..results.evaluation import Evaluation, Score, Usage
 from ..results.id_check import IdCheck, note_id_warnings
-from ..sample import Sample
+from ..sample import RecordReader, Sample
 from ..settings import Settings, SettingsOptions
 from .batched import Batched
 from .record import score_record
@@ -65,7 +65,9 @@ __all__ = [
 Progress = Callable[[int, int | None], Any]
 """Called as ``progress(done, total)`` after each sample; ``total`` is None for a stream."""
 
-_NOTHING = Usage()
+_NOTHING: Usage = Score.model_fields["usage"].default
+"""A Score's default usage (zero): the very object most cells hold, so one `is` test passes
+them (a pydantic equality test a cell cost more than some measures)."""
 
 OnResult = Callable[[str, str, Score], Any]
 """Called as ``on_result(sample_id, metric, score)`` for each cell, in input order."""
@@ -204,9 +206,9 @@ async def aevaluate(
                     evaluation.add(sample.id, metric.name, score)
                 if on_result is not None:
                     on_result(sample.id, metric.name, score)
-                if score.usage != _NOTHING:
+                if score.usage is not _NOTHING and score.usage != _NOTHING:
                     spent += score.usage
-            ids.add_scores(sample.id, scores)
+            ids.add_sample(sample.id, scores)  # ids are unique here: none kept
             if own is not None:
                 own.add(sample.metadata, sample.answer is not None)
             done += 1
@@ -433,6 +435,14 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
 
 
 def _unique(samples: Iterable[Sample], seen: set[str]) -> Iterable[Sample]:
+    """``samples``, refusing a repeated id or a non-Sample. A file's reader refuses repeats
+    itself (naming both lines): its ids are not kept a second time here."""
+    if isinstance(samples, RecordReader):
+        for sample in samples:
+            if not isinstance(sample, Sample):
+                raise TypeError(f"expected a Sample, got {type(sample).__name__}")
+            yield sample
+        return
     for sample in samples:
         if not isinstance(sample, Sample):
             raise TypeError(f"expected a Sample, got {type(sample).__name__}")
