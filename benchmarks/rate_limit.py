@@ -3,6 +3,7 @@
     python benchmarks/rate_limit.py                    # both modes, 60 s each (~2.5 min)
     python benchmarks/rate_limit.py --only limiter     # one mode
     python benchmarks/rate_limit.py --seconds 30 --scale 0.125   # quicker, shorter window
+    python benchmarks/rate_limit.py --shared redis     # 3 "machines": apart, then through Redis
 
 The issue's setting is a server enforcing 600 requests and 200,000 tokens per minute, with
 OpenAI's ``x-ratelimit-*`` headers, and 3 concurrent runs (processes) on one key. To finish in a
@@ -24,6 +25,14 @@ binds (~3.2 calls/s), as it does at scale. Each run is a separate process with a
 * **limiter** (``Settings(rate_limits=RateLimits(window=W))``: budgets learned from the
   headers, one ledger shared by the three runs).
 
+With ``--shared redis`` the three runs are three *machines*: each has its own temporary
+directory, so no ledger file joins them (a local ``redis-server`` is started on 127.0.0.1, as the
+test suite does, `tests/redis_server.py`):
+
+* **apart** (the limiter with each machine's own ledger: what a cluster had before the ledger
+  could be shared): each machine learns the whole budget and spends it;
+* **redis** (``RateLimits(window=W, shared="redis://...")``: one ledger on the server).
+
 Printed per mode, all counted on the server: 429s in total and after the first 429 window (the
 window that starts at the first 429; ``over the limit after`` is the issue's "0 requests over
 the limit"), the share of the limit used in steady state (admitted tokens, and requests, from the
@@ -42,6 +51,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -62,8 +72,10 @@ def _child(args: argparse.Namespace) -> None:
     from ragbridge.core.judging.ratelimit import RateLimits
 
     limits = None
-    if args.mode == "limiter":
+    if args.mode in ("limiter", "apart"):
         limits = RateLimits(window=args.window, directory=args.ledger)
+    elif args.mode == "redis":
+        limits = RateLimits(window=args.window, directory=args.ledger, shared=args.ledger_url)
 
     async def main() -> dict[str, Any]:
         judge = OpenAIJudge("gpt-fake", base_url=args.base_url, api_key="one-key")
@@ -112,10 +124,21 @@ def _child(args: argparse.Namespace) -> None:
             "waited": round(limiter.waited, 1) if limiter else None,
         }
 
+    print("ready", flush=True)
+    args.start = float(sys.stdin.readline())  # when every run is ready
     print(json.dumps(asyncio.run(main())))
 
 
-def _measure(mode: str, args: argparse.Namespace) -> dict[str, Any]:
+def _machine_env(mode: str, ledger: str, index: int) -> dict[str, str] | None:
+    """A "machine" of its own (apart, redis): its own temporary directory; else inherited."""
+    if mode not in ("apart", "redis"):
+        return None
+    own = Path(ledger) / f"machine-{index}"
+    own.mkdir(parents=True, exist_ok=True)
+    return {**os.environ, "TMPDIR": str(own)}
+
+
+def _measure(mode: str, args: argparse.Namespace, ledger_url: str = "") -> dict[str, Any]:
     sys.path.insert(0, str(ROOT / "tests"))
     from fake_openai import FakeOpenAI
 
@@ -132,8 +155,6 @@ def _measure(mode: str, args: argparse.Namespace) -> dict[str, Any]:
         ) as server,
         tempfile.TemporaryDirectory() as ledger,
     ):
-        start_wall = time.time() + 3.0  # the children import ragbridge first
-        start_mono = time.monotonic() + (start_wall - time.time())
         children = [
             subprocess.Popen(
                 [
@@ -146,22 +167,33 @@ def _measure(mode: str, args: argparse.Namespace) -> dict[str, Any]:
                     str(i),
                     "--base-url",
                     server.base_url,
-                    "--start",
-                    repr(start_wall),
                     "--seconds",
                     str(args.seconds),
                     "--window",
                     str(window),
                     "--ledger",
-                    ledger,
+                    ledger if mode == "limiter" else str(Path(ledger) / f"machine-{i}"),
+                    "--ledger-url",
+                    ledger_url,
                     "--concurrency",
                     str(args.concurrency),
                 ],
+                stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
+                env=_machine_env(mode, ledger, i),
             )
             for i in range(RUNS)
         ]
+        for child in children:  # every run has imported ragbridge (seconds on a loaded machine)
+            assert child.stdout is not None
+            assert child.stdout.readline().strip() == "ready"
+        start_wall = time.time() + 0.5
+        start_mono = time.monotonic() + 0.5
+        for child in children:
+            assert child.stdin is not None
+            child.stdin.write(f"{start_wall!r}\n")
+            child.stdin.flush()
         runs = [json.loads(child.communicate()[0].strip().splitlines()[-1]) for child in children]
         admitted = list(server.admitted)
         limited = sorted(server.limited_at)
@@ -191,7 +223,14 @@ def _measure(mode: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", choices=["fixed", "limiter"])
+    parser.add_argument("--only", choices=["fixed", "limiter", "apart", "redis"])
+    parser.add_argument(
+        "--shared",
+        choices=["machine", "redis"],
+        default="machine",
+        help="machine: 3 runs on one machine (fixed cap vs limiter); redis: 3 machines, each "
+        "its own ledger vs one ledger on a Redis server",
+    )
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--scale", type=float, default=0.25, help="window = 60 s x scale")
     parser.add_argument("--latency", type=float, default=0.3)
@@ -200,12 +239,21 @@ def main() -> None:
     parser.add_argument("--mode", default="limiter", help=argparse.SUPPRESS)
     parser.add_argument("--index", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
-    parser.add_argument("--start", type=float, default=0.0, help=argparse.SUPPRESS)
     parser.add_argument("--window", type=float, default=60.0, help=argparse.SUPPRESS)
     parser.add_argument("--ledger", help=argparse.SUPPRESS)
+    parser.add_argument("--ledger-url", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         _child(args)
+        return
+    if args.shared == "redis":
+        sys.path.insert(0, str(ROOT / "tests"))
+        from redis_server import redis_server
+
+        with redis_server() as url:
+            for mode in ("apart", "redis"):
+                if args.only in (None, mode):
+                    print(json.dumps(_measure(mode, args, url), indent=1), flush=True)
         return
     for mode in ("fixed", "limiter"):
         if args.only in (None, mode):

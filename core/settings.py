@@ -21,7 +21,7 @@ from .judging.embedding import EmbeddingEngine
 from .judging.engine import JudgeEngine, Price
 from .judging.judge import Embedder, EntailmentModel, Judge
 from .judging.model_objects import as_embedder, as_judge
-from .judging.ratelimit import RateLimits
+from .judging.ratelimit import RateLimits, shared_by_cache
 
 __all__ = ["Settings", "SettingsOptions"]
 
@@ -46,8 +46,9 @@ class Settings:
       (`ragbridge.core.cache.scores`); False re-scores from the cached replies instead.
     * ``rate_limits`` — a `RateLimits`: judge calls follow the provider's requests and tokens
       per minute (configured, or learned from its ``x-ratelimit-*`` headers), shared with other
-      runs on this machine using the same key (`ragbridge.core.judging.ratelimit`). None (the
-      default): only ``max_concurrency`` and the retries' backoff limit the calls.
+      runs on this machine using the same key (`ragbridge.core.judging.ratelimit`), or with
+      every machine when ``cache`` is a ``redis://`` URL or ``RateLimits(shared=URL)`` names a
+      ledger. None (the default): only ``max_concurrency`` and the retries' backoff limit the calls.
     """
 
     judge: Judge | JudgeEngine | None = None
@@ -67,6 +68,8 @@ class Settings:
         # here, once, or refused with one TypeError: not per call, deep inside a run.
         object.__setattr__(self, "judge", as_judge(self.judge))
         object.__setattr__(self, "embedder", as_embedder(self.embedder))
+        # Machines sharing a cache on a server share the key's rate budgets through it too.
+        object.__setattr__(self, "rate_limits", shared_by_cache(self.rate_limits, self.cache))
         for name in ("max_concurrency", "max_retries", "stop_after"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):

@@ -169,12 +169,10 @@ def test_a_429_within_known_budgets_halves_the_share_which_grows_back() -> None:
     path = None
     limiter = _limiter(time, path, rpm=100, window=60)
     _take(limiter).failed(RateLimited(retry_after=1.0))  # someone else spends the key
-    with limiter._ledger.open() as state:
-        assert state["share"] == 0.5
+    assert limiter._ledger.update(lambda state: state["share"]) == 0.5
     for _ in range(20):
         _take(limiter).replied(Usage(prompt_tokens=10, completion_tokens=5))
-    with limiter._ledger.open() as state:
-        assert 0.5 < state["share"] <= 1.0
+    assert 0.5 < limiter._ledger.update(lambda state: state["share"]) <= 1.0
 
 
 def test_a_call_never_sent_gives_its_room_back() -> None:

@@ -211,16 +211,25 @@ def add_model_options(
         help="pace judge calls by the limits the provider states in its x-ratelimit-* headers "
         "(and its 429s), shared with other runs on this machine using the same key",
     )
+    parser.add_argument(
+        "--rate-ledger",
+        type=_ledger_url,
+        metavar="URL",
+        help="share the judge key's rate budgets with every machine that reaches URL "
+        "(redis://host:6379/0; implies --follow-limits); a redis:// --cache is used by default",
+    )
 
 
 def _rate_limits(args: argparse.Namespace) -> RateLimits | None:
-    """`RateLimits` from ``--rpm``/``--tpm``/``--follow-limits``; None when none was given."""
+    """`RateLimits` from ``--rpm``/``--tpm``/``--follow-limits``/``--rate-ledger``; None when
+    none was given."""
     rpm, tpm = getattr(args, "rpm", None), getattr(args, "tpm", None)
-    if rpm is None and tpm is None and not getattr(args, "follow_limits", False):
+    ledger = getattr(args, "rate_ledger", None)
+    if rpm is None and tpm is None and ledger is None and not getattr(args, "follow_limits", False):
         return None
     from ragbridge.core.judging.ratelimit import RateLimits
 
-    return RateLimits(rpm=rpm, tpm=tpm)
+    return RateLimits(rpm=rpm, tpm=tpm, shared=ledger if ledger is not None else True)
 
 
 def settings_from(
@@ -259,6 +268,13 @@ def _positive_number(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
     return value
+
+
+def _ledger_url(text: str) -> str:
+    """A ``SCHEME://...`` URL (the scheme is checked when the ledger opens)."""
+    if "://" not in text:
+        raise argparse.ArgumentTypeError(f"expected a URL (redis://host:6379/0), got {text!r}")
+    return text
 
 
 def _positive_seconds(text: str) -> float:

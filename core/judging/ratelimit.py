@@ -39,6 +39,14 @@ run leaves only log entries that age out of the window. Where ``fcntl`` is missi
 ledger is per process. The key is never written: the file is named by a hash of the judge's
 ``rate_key`` (`ragbridge.adapters.openai` derives it from the base URL and the key).
 
+**Shared by machines.** The ledger is pluggable (`ragbridge.core.judging.rate_ledger.RateLedger`):
+``RateLimits(shared="redis://host:6379/0")`` (CLI ``--rate-ledger URL``), or a run whose cache is
+a ``redis://`` URL, keeps the same state on a Redis server, changed in optimistic transactions,
+so every machine using the key is admitted against one log (`ragbridge.adapters.redis_ratelimit`);
+a run on a Dask cluster without one splits the key's budgets between its workers through the
+scheduler (`ragbridge.adapters.dask.rate_ledger`). Machines compare wall-clock times, so their
+clocks are assumed synchronised (NTP: milliseconds, far below a window).
+
 The core stays HTTP-free: headers reach it as a plain mapping (`JudgeReply.headers`,
 `RateLimited.headers`) with lower-case names.
 """
@@ -46,41 +54,44 @@ The core stays HTTP-free: headers reach it as a plain mapping (`JudgeReply.heade
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import hashlib
 import itertools
-import json
 import math
 import os
 import re
-import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ..cache.backend import redact_url
 from ..results.evaluation import Usage
 from .attempts import NotSent
 from .judge import Message, RateLimited
-
-try:  # POSIX: runs on one machine share one ledger file
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: the ledger is per process
-    fcntl = None  # type: ignore[assignment,unused-ignore]
+from .rate_ledger import (
+    RateLedger,
+    State,
+    ledger_path,
+    local_ledger,
+    open_ledger,
+    shared_by_cache,
+)
 
 __all__ = [
     "CHARS_PER_TOKEN",
     "HeaderLimits",
     "Permit",
+    "RateLedger",
     "RateLimiter",
     "RateLimits",
     "ledger_path",
     "parse_duration",
     "rate_limiter",
     "read_headers",
+    "shared_by_cache",
 ]
 
 CHARS_PER_TOKEN = 3.0
@@ -107,9 +118,11 @@ class RateLimits:
     arrival at the server. ``burst``: the share of a window's budget that may be sent at once
     (calls are paced at the budget's rate beyond it). ``start``: calls in flight before any
     budget is known, doubled each round trip until a 429 (TCP's slow start), so a run learns
-    the budgets from the first replies' headers before it can burst. ``shared``: share the
-    budgets with other runs on this machine using the same key (a ledger file under
-    ``directory``, default the temporary directory).
+    the budgets from the first replies' headers before it can burst. ``shared``: who shares
+    the budgets (`ragbridge.core.judging.rate_ledger`): True, other runs on this machine using
+    the same key (a ledger file under ``directory``, default the temporary directory); False,
+    nobody; a URL (``"redis://host:6379/0"``), every machine that reaches it. A run whose cache
+    is a ``redis://`` URL shares through it unless ``shared`` says otherwise.
     """
 
     rpm: float | None = None
@@ -118,7 +131,7 @@ class RateLimits:
     slack: float = 0.5
     burst: float = 0.1
     start: int = 2
-    shared: bool = True
+    shared: bool | str = True
     directory: str | None = None
 
     def __post_init__(self) -> None:
@@ -134,6 +147,19 @@ class RateLimits:
             raise ValueError(f"RateLimits.start must be >= 1, got {self.start!r}")
         if not self.slack >= 0:
             raise ValueError(f"RateLimits.slack must be >= 0 seconds, got {self.slack!r}")
+        url = r"^[A-Za-z][A-Za-z0-9+.-]*://"
+        if isinstance(self.shared, str) and not re.match(url, self.shared):
+            raise ValueError(
+                "RateLimits.shared must be True, False or a ledger URL (redis://...), "
+                f"got {redact_url(self.shared)!r}"
+            )
+
+    def __repr__(self) -> str:
+        """The fields, with a ledger URL's password masked (logs show which ledger, not it)."""
+        shown = {f.name: getattr(self, f.name) for f in fields(self)}
+        if isinstance(self.shared, str):
+            shown["shared"] = redact_url(self.shared)
+        return "RateLimits(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
 
 
 # --------------------------------------------------------------------------- headers
@@ -202,60 +228,6 @@ def read_headers(headers: Mapping[str, str] | None) -> HeaderLimits:
     )
 
 
-# --------------------------------------------------------------------------- the ledger
-
-State = dict[str, Any]
-"""The shared state: ``log`` ([[time, tokens, id], ...] oldest first), learned ``rpm``/``tpm``,
-``share`` (AIMD on the budgets), ``until`` (paused until), ``cut_at`` (last halving)."""
-
-
-def _fresh() -> State:
-    return {"log": [], "rpm": None, "tpm": None, "share": 1.0, "until": 0.0, "cut_at": 0.0}
-
-
-class _MemoryLedger:
-    """The state of one process (no other run shares it)."""
-
-    def __init__(self) -> None:
-        self._state = _fresh()
-        self._lock = threading.Lock()
-
-    @contextlib.contextmanager
-    def open(self) -> Iterator[State]:
-        with self._lock:
-            yield self._state
-
-
-class _FileLedger:
-    """The state in a JSON file, read and rewritten under an exclusive ``flock``: every run on
-    the machine that opens the same path sees one ledger, and admissions are serialised."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()  # flock is per open file; threads of one process queue here
-
-    @contextlib.contextmanager
-    def open(self) -> Iterator[State]:
-        assert fcntl is not None
-        with self._lock, open(self.path, "a+", encoding="utf-8") as handle:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-            try:
-                handle.seek(0)
-                text = handle.read()
-                try:
-                    state = {**_fresh(), **json.loads(text)} if text.strip() else _fresh()
-                except ValueError:
-                    state = _fresh()  # a torn file (a run killed mid-write): start over
-                yield state
-                handle.seek(0)
-                handle.truncate()
-                handle.write(json.dumps(state, separators=(",", ":")))
-                handle.flush()
-            finally:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
 # --------------------------------------------------------------------------- the limiter
 
 
@@ -295,7 +267,8 @@ class RateLimiter:
     """Admits calls within the key's request and token budgets (see the module).
 
     ``clock`` is wall-clock seconds (shared with other processes); ``sleep`` waits (tests pass
-    fakes of both). ``ledger_path`` None keeps the ledger in this process.
+    fakes of both). ``ledger`` is where the state is shared (`RateLedger`); else
+    ``ledger_path`` names a machine-wide ledger file; neither keeps it in this process.
     """
 
     def __init__(
@@ -303,17 +276,14 @@ class RateLimiter:
         limits: RateLimits,
         *,
         ledger_path: Path | None = None,
+        ledger: RateLedger | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     ) -> None:
         self.limits = limits
         self.clock = clock
         self.sleep = sleep
-        self._ledger: _MemoryLedger | _FileLedger = (
-            _FileLedger(ledger_path)
-            if ledger_path is not None and fcntl is not None
-            else _MemoryLedger()
-        )
+        self._ledger: RateLedger = ledger if ledger is not None else local_ledger(ledger_path)
         self._ids = itertools.count(int(time.time() * 1000) % 10**9 * 1000 + os.getpid() % 1000)
         self.ratio = 1.0
         """Real prompt tokens per estimated one, learned from the replies' usage."""
@@ -399,8 +369,9 @@ class RateLimiter:
 
     def _budgets(self, state: State) -> tuple[float | None, float | None]:
         """The request and token budgets in force: configured or learned (the lower), times
-        the AIMD share."""
-        share = float(state.get("share", 1.0))
+        the AIMD share and the ledger's ``quota`` (the part of the key's budgets its holders
+        may use: 1 unless the ledger splits the key between holders)."""
+        share = float(state.get("share", 1.0)) * float(state.get("quota", 1.0))
 
         def lower(configured: float | None, learned: Any) -> float | None:
             known = [v for v in (configured, learned) if v is not None]
@@ -419,8 +390,7 @@ class RateLimiter:
 
     def _leave(self, ticket: str) -> None:
         """A waiting call gave up (cancelled): out of the queue, so it holds up no one."""
-        with self._ledger.open() as state:
-            state.get("queue", {}).pop(ticket, None)
+        self._ledger.update(lambda state: state.get("queue", {}).pop(ticket, None))
 
     def _queue(self, state: State, ticket: str, now: float) -> bool:
         """Join (or stay in) the key's queue of waiting runs; whether ``ticket`` is its head.
@@ -441,46 +411,51 @@ class RateLimiter:
 
     def _try(self, tokens: int, ticket: str) -> int | float:
         """Admit (the log entry's id, an int) or the seconds to wait (a float)."""
-        with self._ledger.open() as state:
-            now = self.clock()
-            horizon = now - self.limits.window - self.limits.slack
-            log: list[list[Any]] = [e for e in state["log"] if e[0] > horizon]
-            state["log"] = log
-            rpm, tpm = self._budgets(state)
-            if self.in_flight >= self._cap(rpm, tpm, tokens):
-                return 0.005  # this run's cap first: a run that cannot send holds up no one
-            head = self._queue(state, ticket, now)
-            until = float(state.get("until", 0.0))
-            if now < until:
-                return until - now
-            wait = 0.0 if head else 0.02
-            if rpm is not None and len(log) + 1 > rpm:
-                excess = len(log) + 1 - int(rpm)
-                wait = max(wait, log[excess - 1][0] - horizon)
-            if tpm is not None and log:
-                used = sum(e[1] for e in log)
-                freed = 0.0
-                for entry in log:
-                    if used - freed + tokens <= tpm:
-                        break
-                    freed += entry[1]
-                    wait = max(wait, entry[0] - horizon)
-            bucket = self._refill(state, now, rpm, tpm, log)
-            window = self.limits.window
-            if rpm is not None and bucket[1] < 1.0:
-                wait = max(wait, (1.0 - bucket[1]) * window / rpm)
-            if tpm is not None:
-                need = min(float(tokens), self._capacities(rpm, tpm)[1])
-                if bucket[2] < need:
-                    wait = max(wait, (need - bucket[2]) * window / tpm)
-            if wait > 0:
-                return float(wait)
-            entry_id = next(self._ids)
-            log.append([now, tokens, entry_id])
-            state["queue"].pop(ticket, None)
-            bucket[1] -= 1.0 if rpm is not None else 0.0
-            bucket[2] -= float(tokens) if tpm is not None else 0.0
-            return entry_id
+        return self._ledger.update(partial(self._admit, tokens, ticket))
+
+    def _admit(self, tokens: int, ticket: str, state: State) -> int | float:
+        """`_try` as a transaction on ``state`` (it may run more than once: see `RateLedger`)."""
+        now = self.clock()
+        horizon = now - self.limits.window - self.limits.slack
+        log: list[list[Any]] = [e for e in state["log"] if e[0] > horizon]
+        state["log"] = log
+        rpm, tpm = self._budgets(state)
+        if (rpm is not None and rpm < 1.0) or (tpm is not None and tpm < 1.0):
+            return 0.05  # the ledger's quota of the key is (nearly) nothing yet: wait for more
+        if self.in_flight >= self._cap(rpm, tpm, tokens):
+            return 0.005  # this run's cap first: a run that cannot send holds up no one
+        head = self._queue(state, ticket, now)
+        until = float(state.get("until", 0.0))
+        if now < until:
+            return until - now
+        wait = 0.0 if head else 0.02
+        if rpm is not None and len(log) + 1 > rpm:
+            excess = len(log) + 1 - int(rpm)
+            wait = max(wait, log[excess - 1][0] - horizon)
+        if tpm is not None and log:
+            used = sum(e[1] for e in log)
+            freed = 0.0
+            for entry in log:
+                if used - freed + tokens <= tpm:
+                    break
+                freed += entry[1]
+                wait = max(wait, entry[0] - horizon)
+        bucket = self._refill(state, now, rpm, tpm, log)
+        window = self.limits.window
+        if rpm is not None and bucket[1] < 1.0:
+            wait = max(wait, (1.0 - bucket[1]) * window / rpm)
+        if tpm is not None:
+            need = min(float(tokens), self._capacities(rpm, tpm)[1])
+            if bucket[2] < need:
+                wait = max(wait, (need - bucket[2]) * window / tpm)
+        if wait > 0:
+            return float(wait)
+        entry_id = next(self._ids)
+        log.append([now, tokens, entry_id])
+        state["queue"].pop(ticket, None)
+        bucket[1] -= 1.0 if rpm is not None else 0.0
+        bucket[2] -= float(tokens) if tpm is not None else 0.0
+        return entry_id
 
     def _capacities(self, rpm: float | None, tpm: float | None) -> tuple[float, float]:
         """The pacing bucket's size: ``burst`` of a window's requests and tokens."""
@@ -547,7 +522,8 @@ class RateLimiter:
             if usage.completion_tokens:
                 c = float(usage.completion_tokens)
                 self.completion = c if self.completion is None else 0.8 * self.completion + 0.2 * c
-        with self._ledger.open() as state:
+
+        def change(state: State) -> None:
             if real > 0:
                 for entry in state["log"]:
                     if entry[2] == permit.entry:
@@ -560,6 +536,8 @@ class RateLimiter:
                 rpm, _ = self._budgets(state)
                 per_window = max(10.0, (rpm or 60.0) / share)
                 state["share"] = min(1.0, share + 0.5 / per_window)
+
+        self._ledger.update(change)
 
     def _learn(self, state: State, headers: HeaderLimits, now: float) -> None:
         """Budgets from the limit headers; a pause when the server says nothing remains."""
@@ -584,19 +562,27 @@ class RateLimiter:
         self.rate_limited += 1
         now = self.clock()
         pause = error.retry_after if error.retry_after is not None else _DEFAULT_PAUSE
-        with self._ledger.open() as state:
+        headers = read_headers(error.headers)
+
+        def change(state: State) -> bool:
+            """The 429 in the state; whether this run's in-flight cap is to be halved."""
             self._drop(state, permit)
-            self._learn(state, read_headers(error.headers), now)
+            self._learn(state, headers, now)
             known = state.get("rpm") is not None or state.get("tpm") is not None
             known = known or self.limits.rpm is not None or self.limits.tpm is not None
+            halve = False
             if now >= float(state.get("cut_at", 0.0)):
                 if known and self._within(state, now):
                     state["share"] = max(0.05, float(state.get("share", 1.0)) * 0.5)
                 elif not known:
-                    self.cap = max(1.0, min(self.cap, self.in_flight + 1.0) / 2.0)
-                    self.cut = True
+                    halve = True
                 state["cut_at"] = now + pause
             state["until"] = max(float(state.get("until", 0.0)), now + pause)
+            return halve
+
+        if self._ledger.update(change):
+            self.cap = max(1.0, min(self.cap, self.in_flight + 1.0) / 2.0)
+            self.cut = True
 
     def _within(self, state: State, now: float) -> bool:
         """Whether the log says our calls were within the budgets (so a 429 is someone else)."""
@@ -608,8 +594,7 @@ class RateLimiter:
         return fits_requests and fits_tokens
 
     def _forget(self, permit: Permit) -> None:
-        with self._ledger.open() as state:
-            self._drop(state, permit)
+        self._ledger.update(lambda state: self._drop(state, permit))
 
     def _drop(self, state: State, permit: Permit) -> None:
         """Remove a call the server did not count from the log, and refund its pacing."""
@@ -625,20 +610,12 @@ _LIMITERS: dict[tuple[str, RateLimits], RateLimiter] = {}
 _LIMITERS_LOCK = threading.Lock()
 
 
-def ledger_path(rate_key: str, limits: RateLimits) -> Path:
-    """The ledger file of ``rate_key`` (hashed: the name reveals nothing of the key)."""
-    digest = hashlib.sha256(rate_key.encode("utf-8")).hexdigest()[:24]
-    user = getattr(os, "getuid", lambda: 0)()
-    base = Path(limits.directory) if limits.directory else Path(tempfile.gettempdir())
-    return base / f"ragbridge-ratelimit-{user}" / f"{digest}.json"
-
-
 def rate_limiter(rate_key: str, limits: RateLimits) -> RateLimiter:
     """The process's limiter of ``rate_key`` under ``limits`` (one per key: every engine of the
     process that calls the same key shares it; other runs share its ledger file)."""
     with _LIMITERS_LOCK:
         found = _LIMITERS.get((rate_key, limits))
         if found is None:
-            path = ledger_path(rate_key, limits) if limits.shared else None
-            found = _LIMITERS[(rate_key, limits)] = RateLimiter(limits, ledger_path=path)
+            ledger = open_ledger(rate_key, limits)
+            found = _LIMITERS[(rate_key, limits)] = RateLimiter(limits, ledger=ledger)
         return found
