@@ -136,18 +136,74 @@ def most_in_flight(folder: Path) -> tuple[int, int]:
 
 
 def _cluster(workers: int) -> tuple[Any, Any, float]:
+    import dask
     from distributed import Client, LocalCluster
 
+    from ragbridge.adapters.dask import run
+
     start = time.perf_counter()
-    cluster = LocalCluster(
-        n_workers=workers,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address="127.0.0.1:0",
-        host="127.0.0.1",
-    )
+    settings = getattr(run, "WORKER_CONFIG", {})  # an older ragbridge (before/after runs): none
+    with dask.config.set(settings):  # the workers `evaluate`'s own LocalCluster would have
+        cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address="127.0.0.1:0",
+            host="127.0.0.1",
+        )
     client = Client(cluster)
+    client.run(_warm)
     return cluster, client, time.perf_counter() - start
+
+
+def _warm() -> None:
+    """Import what a partition runs, as the workers of `evaluate`'s own LocalCluster do at
+    their start (its preload, `ragbridge.adapters.dask.quiet`, imports the package): a
+    cluster given to `evaluate` would otherwise import ragbridge inside the first partition."""
+    import ragbridge.adapters.dask.worker
+    import ragbridge.core.testing  # noqa: F401
+
+
+def _cpu() -> float:
+    """This process's CPU seconds (user + system, every thread)."""
+    return time.process_time()
+
+
+def _profile_start() -> None:
+    """Profile the calling thread: run on a worker's (or the scheduler's) event-loop thread.
+
+    The profiler is kept on ``sys``: these functions travel pickled by value (from
+    ``__main__``), so each call has globals of its own.
+    """
+    import cProfile
+
+    profiler = cProfile.Profile(time.thread_time)  # CPU, not wall: the machine is shared
+    sys._cluster_throughput_profiler = profiler  # type: ignore[attr-defined]
+    profiler.enable()
+
+
+def _profile_stop(path: str) -> str:
+    """Stop `_profile_start`'s profiler and dump it to ``path`` (pid appended)."""
+    profiler = sys._cluster_throughput_profiler  # type: ignore[attr-defined]
+    profiler.disable()
+    out = f"{path}-{os.getpid()}.prof"
+    profiler.dump_stats(out)
+    return out
+
+
+def _cpu_line(client: Any, before: dict[str, float], calls: int) -> tuple[str, dict[str, float]]:
+    """CPU seconds per 1,000 calls per process since ``before`` (client+scheduler, workers)."""
+    after = {"client+scheduler": _cpu(), **client.run(_cpu)}
+    spent = {k: after[k] - before.get(k, 0.0) for k in after}
+    shown = [f"{1000 * spent['client+scheduler'] / calls:.2f} client+scheduler"]
+    workers = sorted(v for k, v in spent.items() if k != "client+scheduler")
+    shown += [f"{1000 * v / calls:.2f}" for v in workers]
+    total = sum(spent.values())
+    return (
+        f"      CPU s per 1,000 calls: {', '.join(shown[:1])}; workers {' '.join(shown[1:])}; "
+        f"all {1000 * total / calls:.2f} ({total:.1f} CPU s)",
+        spent,
+    )
 
 
 def _median(runs: Sequence[float]) -> str:
@@ -162,23 +218,26 @@ Row = tuple[int, dict[str, Any], float | None]
 def _run_both(
     data: Path, metrics: list[str], local_kwargs: dict[str, Any], rows: list[Row], label: str,
     floor: float | None, repeat: int = 1, timed: Path | None = None,
+    profile: Path | None = None,
 ) -> None:  # fmt: skip
     """The local run, then each cluster row, ``repeat`` times each (medians printed)."""
     from ragbridge.adapters.dask import evaluate as cluster_evaluate
     from ragbridge.core.sample import load_samples
     from ragbridge.core.scoring.runner import evaluate
 
-    local_runs = []
+    local_runs, local_cpu = [], []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _cpu()
         local = evaluate(load_samples(data), metrics, **local_kwargs)
         local_runs.append(time.perf_counter() - start)
+        local_cpu.append(_cpu() - cpu)
     local_s = statistics.median(local_runs)
     n = len(local.sample_ids)
     line = f"  local asyncio engine      {_median(local_runs)}   {n / local_s:8.0f} samples/s"
     if floor:
         line += f"   ({local_s / floor:.2f}x the floor of {floor:.1f} s)"
     print(line, flush=True)
+    print(f"      CPU s per 1,000 samples: {1000 * statistics.median(local_cpu) / n:.2f}")
     expected = _values(local)
     for count, kwargs, row_floor in rows:
         totals, scoring, starts, peaks = [], [], [], []
@@ -187,9 +246,19 @@ def _run_both(
                 old.unlink()
             cluster, client, started = _cluster(count)
             try:
+                before = {"client+scheduler": _cpu(), **client.run(_cpu)}
+                if profile is not None:
+                    client.run(_profile_start)
+                    client.run_on_scheduler(_profile_start)
                 begin = time.perf_counter()
                 result = cluster_evaluate(str(data), metrics, client=client, **kwargs)
                 run_s = time.perf_counter() - begin
+                cpu_line, _ = _cpu_line(client, before, n)
+                if profile is not None:
+                    where = str(profile / f"w{count}")
+                    dumped = [*client.run(_profile_stop, where).values()]
+                    dumped.append(client.run_on_scheduler(_profile_stop, where + "-sched"))
+                    cpu_line += "\n      profiles: " + " ".join(dumped)
             finally:
                 client.close()
                 cluster.close()
@@ -214,9 +283,13 @@ def _run_both(
             calls = "/".join(str(c) for c in sorted({c for c, _ in peaks}))
             line += f"; {calls} calls, most in flight {max(p for _, p in peaks)}"
         print(line + "; same values: True)", flush=True)
+        print(cpu_line, flush=True)  # the last run's
 
 
-def judge_section(n: int, cap: int, folder: Path, repeat: int, scale: bool) -> None:
+def judge_section(
+    n: int, cap: int, folder: Path, repeat: int, scale: bool,
+    workers: Sequence[int] = (1, 2), profile: Path | None = None,
+) -> None:  # fmt: skip
     import functools
 
     from ragbridge.core.testing import CountingJudge
@@ -230,7 +303,7 @@ def judge_section(n: int, cap: int, folder: Path, repeat: int, scale: bool) -> N
     print(f"\njudge-bound: {n:,} samples, context_precision, 50 ms judge, cap {cap}")
     judge = functools.partial(TimedJudge, str(timed), 0.05)
     rows: list[Row] = [
-        (w, {"judge": judge, "max_concurrency": cap, "partition_size": 500}, floor) for w in (1, 2)
+        (w, {"judge": judge, "max_concurrency": cap, "partition_size": 500}, floor) for w in workers
     ]
     if scale:
         big = {"judge": judge, "max_concurrency": 4 * cap, "partition_size": 500}
@@ -244,6 +317,7 @@ def judge_section(n: int, cap: int, folder: Path, repeat: int, scale: bool) -> N
         floor,
         repeat,
         timed,
+        profile,
     )
 
 
@@ -274,6 +348,12 @@ def main() -> None:
     parser.add_argument(
         "--samples", type=int, help="judge: samples (default 20,000; --quick 2,000)"
     )
+    parser.add_argument(
+        "--workers", default="1,2", help="judge: the cluster rows' worker processes (default 1,2)"
+    )
+    parser.add_argument(
+        "--profile", type=Path, help="judge: cProfile each worker's and the scheduler's loop here"
+    )
     args = parser.parse_args()
     print("$ python benchmarks/cluster_throughput.py " + " ".join(sys.argv[1:]))
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}")
@@ -286,6 +366,8 @@ def main() -> None:
                 folder,
                 args.repeat,
                 args.scale,
+                [int(w) for w in args.workers.split(",") if w],
+                args.profile,
             )
         if args.only in (None, "offline"):
             offline_section(200 if args.quick else 2_000, folder)

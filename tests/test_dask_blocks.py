@@ -262,3 +262,46 @@ async def _release(name: str) -> int:
     from ragbridge.adapters.dask.blocks import release_run
 
     return await release_run(name)
+
+
+def test_the_call_ledger_sends_far_fewer_events_than_calls(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    from ragbridge.adapters.dask.ledger import FLUSH_CALLS, FLUSH_S, TOPIC
+
+    data = _data(tmp_path / "data.jsonl", 400)
+    with Client(cluster) as client, FakeOpenAI(delay=0.02) as server:
+        before = len(client.get_events(TOPIC))
+        began = time.monotonic()
+        clustered = evaluate(
+            str(data),
+            ["context_precision"],
+            judge="openai:gpt-fake",
+            base_url=server.base_url,
+            client=client,
+            partition_size=50,
+            max_concurrency=8,
+        )
+        took = time.monotonic() - began
+        events = client.get_events(TOPIC)[before:]
+        calls = server.count("chat")
+    assert calls == 400
+    assert clustered.metadata["judge_stats"]["calls"] == 400
+    assert "lost" not in clustered.metadata["cluster"]
+    # One event per call and one per partition start was 408; in batches, a worker sends at
+    # most one a FLUSH_S (or a FLUSH_CALLS) per run, and one as each partition starts and ends.
+    assert len(events) <= 2 * 8 + 2 * (took / FLUSH_S + 1) + calls / FLUSH_CALLS, len(events)
+    assert 0 < len(events) < calls // 2, len(events)  # (60 to 120 here, quiet to load 10)
+    last = {a[1]: a[2] for _, (_, attempts) in events for a in attempts}
+    assert sum(last.values()) == 400  # every call's count reached the client
+
+
+def test_a_cluster_made_for_a_run_has_no_statistical_profiler() -> None:
+    from ragbridge.adapters.dask.run import _connect
+
+    def enabled() -> bool:
+        return bool(dask.config.get("distributed.worker.profile.enabled"))
+
+    with _connect(None, 1, verbose=False) as client:
+        assert list(client.run(enabled).values()) == [False]
+    assert enabled()  # this process's settings are back

@@ -64,6 +64,7 @@ from .bag_ids import check_bag_ids
 from .blocks import release_leases
 from .ledger import ATTEMPT_KEY, SUBSCRIPTIONS, CallLedger
 from .quiet import PRELOAD, SILENT, quiet_dask
+from .rate_ledger import cluster_limits
 from .worker import Job, ModelSource, describe_source, running_counts, score_items, score_partition
 
 if TYPE_CHECKING:
@@ -76,6 +77,12 @@ DEFAULT_PARTITION_SIZE = 500
 """Samples per task: large enough that scheduling is noise, small enough to spread 2,000."""
 
 _POLL_S = 0.5
+
+WORKER_CONFIG: dict[str, Any] = {"distributed.worker.profile.enabled": False}
+"""Dask settings of the workers of a LocalCluster made for a run. Dask's statistical profiler
+samples each worker's threads every 10 ms for the dashboard: measured on 2 shared cores, 17 of
+the 47 CPU ms an idle worker spends a second, and more while the event loop is busy with calls.
+A cluster given by the caller keeps its own settings."""
 
 
 class ClusterInterrupted(KeyboardInterrupt):
@@ -190,7 +197,9 @@ def evaluate(
         embedder=embedder,
         nli=nli,
         base_url=base_url,
-        settings=config.replace(cache=None),
+        # the key's rate budgets are split between the workers through the scheduler (unless
+        # a redis:// cache or ledger already shares them between machines)
+        settings=config.replace(cache=None, rate_limits=cluster_limits(config.rate_limits)),
         cache=cache,
         cap_name=f"ragbridge-cap-{run}",
     )
@@ -249,7 +258,8 @@ def _connect(client: Client | str | None, workers: int, verbose: bool) -> Iterat
     """The client given, one connected to an address, or a LocalCluster made for this run.
 
     The local cluster's workers are ours: unless ``verbose``, they log nothing and ignore
-    Ctrl-C (`.quiet.dask_setup`); this process stops them in order.
+    Ctrl-C (`.quiet.dask_setup`); this process stops them in order. Their statistical profiler
+    is off (`WORKER_CONFIG`): it serves a dashboard the run does not open.
     """
     from distributed import Client as DaskClient
 
@@ -266,6 +276,7 @@ def _connect(client: Client | str | None, workers: int, verbose: bool) -> Iterat
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     with (
+        dask.config.set(WORKER_CONFIG),  # read by the nannies as they start: kept for restarts
         LocalCluster(
             n_workers=workers,
             threads_per_worker=1,

@@ -175,6 +175,7 @@ async def _score(job: Job, index: int, samples: Iterable[Sample]) -> Evaluation:
     finally:
         _RUNNING.pop(key, None)
         slots.close()
+        reporter.close()  # its last counts, at once (a result lost on its way still counts)
     # The id check is the run's, over every partition: the client redoes it on the whole.
     own = set(id_warnings(evaluation))
     warnings = [w for w in evaluation.metadata.get("warnings", []) if w not in own]
