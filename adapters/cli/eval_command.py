@@ -577,9 +577,10 @@ def _stream_into(
             try:
                 into.add(sample_id, metric, score)
             except (OSError, sqlite3.Error) as exc:  # the store's disk is full: finish the run
-                problems.append(f"--history {args.history}: the run was not recorded: {exc}")
+                where = history_command.store_name(args.history)
+                problems.append(f"--history {where}: the run was not recorded: {exc}")
                 history[0] = None
-                with contextlib.suppress(sqlite3.Error):
+                with contextlib.suppress(OSError, sqlite3.Error):
                     into.discard()
         if writer is None or any(p.startswith("--out") for p in problems):
             return

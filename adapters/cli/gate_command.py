@@ -18,12 +18,19 @@ results file that records no check. ``--data DATA.jsonl`` checks the test file a
 at the run that produced the results when that run was recorded there (``eval --history``
 writes its run id into the results header), else carrying the results' summary and cells
 itself. ``ragbridge history`` shows the verdict beside the run it checked.
+
+``--markdown`` prints the same checks as a pull request's Markdown instead
+(`ragbridge.adapters.cli.markdown_report`): the verdict, a table per metric (baseline, this run,
+difference, its CI, p-value, the verdict above) and the samples that fell most, with their
+questions from ``--data``. With ``--history STORE`` and no ``--baseline``, the baseline is the
+latest run of ``--baseline-branch`` (default main) recorded in the store, over the same input.
 Exit codes: 0 pass, 1 gate failed, 2 bad arguments or files.
 """
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,8 +41,9 @@ from ragbridge.adapters.cli.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, User
 from ragbridge.adapters.cli.paths import check_input
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds this parser without it
-    from ragbridge.core.monitoring import MonitorStore, RunRecord
+    from ragbridge.core.monitoring import ResultsStore, RunRecord
     from ragbridge.core.results.evaluation import Evaluation
+    from ragbridge.core.results.stats import Comparison
 
 
 def register(sub: Any) -> None:
@@ -77,6 +85,20 @@ def register(sub: Any) -> None:
         metavar="CRITERIA.yaml",
         help="the criteria file the results were scored with: its criteria are gated in their "
         "own direction (higher_is_better: false gates from above)",
+    )
+    gate.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the checks as Markdown for a pull request (a comment or a job summary): "
+        "the verdict, a table per metric against the baseline and the samples that fell most "
+        "(their questions from --data); the exit code is the gate's",
+    )
+    gate.add_argument(
+        "--baseline-branch",
+        default="main",
+        metavar="BRANCH",
+        help="with --history STORE and no --baseline: compare with the latest run of BRANCH "
+        "recorded in the store over the same input (default main)",
     )
     gate.set_defaults(handler=run_gate)
 
@@ -135,24 +157,50 @@ def threshold_line(name: str, mean: float | None, wanted: float, up: bool) -> tu
     return ok, f"{'✓' if ok else '✗'} {name} = {found}, required {required}"
 
 
-def _baseline_line(name: str, c: Any, up: bool, regressed: bool, args: argparse.Namespace) -> str:
-    """``✗ recall@1 baseline 1.000 → 0.333: -0.667, more than the allowed drop 0.030 and
-    significant (p=0.000 < alpha 0.05, n=30)``."""
+@dataclass(frozen=True)
+class _Verdict:
+    """The gate's verdict on one metric against the baseline, printed as a line or a row."""
+
+    metric: str
+    comparison: Comparison
+    regressed: bool
+    phrase: str
+    """``more than the allowed drop 0.030 and significant``, ``within the allowed drop 0.030``."""
+
+
+def _verdict(name: str, c: Comparison, args: argparse.Namespace) -> _Verdict:
+    """A drop (a rise, for a lower-is-better metric) larger than ``--max-drop`` that the paired
+    test finds significant (p < ``--alpha``) is a regression."""
+    if c.diff is None:
+        return _Verdict(name, c, False, "no sample scored in both runs")
+    up = higher_is_better(name)
     allowed = f"allowed {'drop' if up else 'rise'} {args.max_drop:.3f}"
     worse = -c.diff if up else c.diff
+    significant = c.p_value is not None and c.p_value < args.alpha
+    if worse <= args.max_drop:
+        return _Verdict(name, c, False, f"within the {allowed}")
+    if significant:
+        return _Verdict(name, c, True, f"more than the {allowed} and significant")
+    return _Verdict(name, c, False, f"more than the {allowed} but not significant")
+
+
+def _baseline_line(v: _Verdict, args: argparse.Namespace) -> str:
+    """``✗ recall@1 baseline 1.000 → 0.333: -0.667, more than the allowed drop 0.030 and
+    significant (p=0.000 < alpha 0.05, n=30)``."""
+    c = v.comparison
+    if c.diff is None or c.mean_a is None or c.mean_b is None:
+        return f"? {v.metric}: {v.phrase}"
     test = "no paired test" if c.p_value is None else f"p={c.p_value:.3f}"
-    if worse > args.max_drop:
-        significant = c.p_value is not None and c.p_value < args.alpha
-        if significant:
-            verdict = f"more than the {allowed} and significant ({test} < alpha {args.alpha:g}"
-        else:
-            verdict = f"more than the {allowed} but not significant ({test} >= alpha {args.alpha:g}"
+    if v.phrase.startswith("within"):
+        why = f"({test}"
+    elif v.regressed:
+        why = f"({test} < alpha {args.alpha:g}"
     else:
-        verdict = f"within the {allowed} ({test}"
-    mark = "✗" if regressed else "✓"
+        why = f"({test} >= alpha {args.alpha:g}"
+    mark = "✗" if v.regressed else "✓"
     return (
-        f"{mark} {name} baseline {c.mean_a:.3f} → {c.mean_b:.3f}: {c.diff:+.3f}, "
-        f"{verdict}, n={c.n_paired})"
+        f"{mark} {v.metric} baseline {c.mean_a:.3f} → {c.mean_b:.3f}: {c.diff:+.3f}, "
+        f"{v.phrase} {why}, n={c.n_paired})"
     )
 
 
@@ -205,7 +253,12 @@ def _heldout(args: argparse.Namespace, recorded: Any) -> tuple[list[str], int]:
 
 
 def run_gate(args: argparse.Namespace) -> int:
-    if not (args.threshold or args.baseline or args.strict or args.data):
+    if args.markdown and not (args.baseline or args.history):
+        raise UserError(
+            "--markdown compares with a baseline: give --baseline FILE, or --history STORE "
+            f"holding a run of {args.baseline_branch} (--baseline-branch)"
+        )
+    if not (args.threshold or args.baseline or args.strict or args.data or args.markdown):
         raise UserError(
             "nothing to check: give --threshold METRIC=VALUE, --baseline FILE, --strict "
             "or --data DATA.jsonl"
@@ -221,20 +274,25 @@ def run_gate(args: argparse.Namespace) -> int:
 
         register_file(args.criteria)
     thresholds = _thresholds(args.threshold, current)
+    against = _against(args, current)
+    verdicts = [] if against is None else _verdicts(args, against[0], current)
     checks = [  # each: its lines, in the order printed, and how many of them missed
         _aborted_lines(current),
         _heldout(args, current.metadata.get("heldout")),
         _threshold_lines(current, thresholds),
-        _baseline_lines(args, current),
+        ([_baseline_line(v, args) for v in verdicts], sum(v.regressed for v in verdicts)),
     ]
     lines = [line for found, _ in checks for line in found]
     failed = sum(missed for _, missed in checks)
     code = EXIT_FAILED if failed else EXIT_OK
-    if failed:
-        lines.append(f"gate failed: {failed} check{'s' if failed > 1 else ''} missed")
-        console.say(*lines)
+    ending = f"gate failed: {failed} check{'s' if failed > 1 else ''} missed" if failed else ""
+    if args.markdown and against is not None:
+        others = [line for found, _ in checks[:3] for line in found]
+        console.say(_markdown(args, current, against, verdicts, others, ending).rstrip("\n"))
     else:
-        console.say(*lines, "gate passed")
+        console.say(*lines, ending or "gate passed")
+    if failed:
+        lines.append(ending)
     if args.history:
         code = _record(args, current, lines, failed, code)
     return code
@@ -258,14 +316,42 @@ def _threshold_lines(current: Evaluation, thresholds: dict[str, float]) -> tuple
     return lines, failed
 
 
-def _baseline_lines(args: argparse.Namespace, current: Evaluation) -> tuple[list[str], int]:
-    """With ``--baseline``: one line per shared metric; a regression is a drop larger than
-    ``--max-drop`` that the paired test finds significant."""
+def _against(args: argparse.Namespace, current: Evaluation) -> tuple[Evaluation, str] | None:
+    """The baseline and how the report names it: ``--baseline``'s file, or with ``--markdown``
+    and ``--history`` alone the latest run of ``--baseline-branch`` in the store; else None."""
+    if args.baseline:
+        return _load(args.baseline, "baseline"), args.baseline
+    if not (args.markdown and args.history):
+        return None
+    from ragbridge.adapters.cli.markdown_report import evaluation_of, latest_run
+    from ragbridge.core.monitoring.history import RUN_ID_KEY, source_name
+
+    own_id = current.metadata.get(RUN_ID_KEY)
+    with history_command.open_store(args.history) as store:
+        own = _recorded_run(store, own_id)
+        source = own.source if own is not None else None
+        if source is None and args.data:
+            source = source_name(args.data)
+        exclude = own_id if isinstance(own_id, str) else None
+        run = latest_run(store.runs(), args.baseline_branch, source=source, exclude=exclude)
+        if run is None:
+            over = f" over {source}" if source else ""
+            raise UserError(
+                f"--history {history_command.store_name(args.history)}: no run of branch "
+                f"{args.baseline_branch}{over} is recorded to compare with; record one there "
+                f"(ragbridge eval ... --history STORE on {args.baseline_branch}) or give "
+                "--baseline FILE"
+            )
+        cells = store.run_cells(run.run_id)
+    over = f" over {run.source}" if run.source else ""
+    baseline = evaluation_of(cells, current.metrics)  # in this run's order, as a file's would
+    return baseline, f"run {run.run_id} of {args.baseline_branch}{over}"
+
+
+def _verdicts(args: argparse.Namespace, base: Evaluation, current: Evaluation) -> list[_Verdict]:
+    """One verdict per metric both runs have (or ``--metrics``), from `compare`."""
     from ragbridge.core.results.stats import compare
 
-    if not args.baseline:
-        return [], 0
-    base = _load(args.baseline, "baseline")
     chosen = None
     if args.metrics:
         chosen = [m.strip() for m in args.metrics.split(",") if m.strip()]
@@ -275,19 +361,43 @@ def _baseline_lines(args: argparse.Namespace, current: Evaluation) -> tuple[list
         raise UserError(f"cannot compare with the baseline: {exc}") from None
     if not comparisons:
         raise UserError("the results and the baseline share no metric")
-    lines: list[str] = []
-    failed = 0
-    for name, c in comparisons.items():
-        if c.diff is None or c.mean_a is None or c.mean_b is None:
-            lines.append(f"? {name}: no sample scored in both runs")
-            continue
-        up = higher_is_better(name)
-        worse = -c.diff if up else c.diff
-        significant = c.p_value is not None and c.p_value < args.alpha
-        regressed = worse > args.max_drop and significant
-        failed += regressed
-        lines.append(_baseline_line(name, c, up, regressed, args))
-    return lines, failed
+    return [_verdict(name, c, args) for name, c in comparisons.items()]
+
+
+def _markdown(
+    args: argparse.Namespace,
+    current: Evaluation,
+    against: tuple[Evaluation, str],
+    verdicts: list[_Verdict],
+    others: list[str],
+    ending: str,
+) -> str:
+    """The gate's checks as a pull request's Markdown (`markdown_report.render`)."""
+    from ragbridge.adapters.cli.markdown_report import (
+        MetricRow,
+        escape,
+        questions_of,
+        regressions,
+        render,
+    )
+
+    base, name = against
+    rows = [
+        MetricRow(v.metric, v.comparison, f"{'✗' if v.regressed else '✓'} {v.phrase}")
+        if v.comparison.diff is not None
+        else MetricRow(v.metric, v.comparison, f"? {v.phrase}")
+        for v in verdicts
+    ]
+    compared = (
+        f"This run: {escape(args.results)}; baseline: {escape(name)}. Paired over the samples "
+        f"both scored; a regression is a drop (a rise, for a lower-is-better metric) of more "
+        f"than {args.max_drop:.3f} that the paired permutation test finds significant "
+        f"(p &lt; {args.alpha:g})."
+    )
+    compared_metrics = [v.metric for v in verdicts if v.comparison.diff is not None]
+    found = regressions(base, current, compared_metrics, higher_is_better)
+    verdict = f"✗ ragbridge {ending}" if ending else "✓ ragbridge gate passed"
+    return render(verdict, compared, rows, found, questions=questions_of(args.data), checks=others)
 
 
 def _record(
@@ -301,6 +411,7 @@ def _record(
         RUN_ID_KEY,
         brief,
         cells_of,
+        git_branch,
         git_commit,
         git_dirty,
         new_run_id,
@@ -334,6 +445,7 @@ def _record(
                     command="gate",
                     source=checked.source,
                     commit=commit,
+                    branch=git_branch(),
                     config=config,
                     metadata=brief({**metadata, "results_run": checked.run_id}),
                 )
@@ -345,14 +457,19 @@ def _record(
                 )  # fmt: skip
                 store.add_run(run, cells_of(current))
     except (OSError, ValueError, sqlite3.Error) as exc:
-        console.error(f"--history {args.history}: the gate run was not recorded: {exc}")
+        where = history_command.store_name(args.history)
+        console.error(f"--history {where}: the gate run was not recorded: {exc}")
         return EXIT_USAGE
     what = f"the check of run {checked.run_id}" if checked is not None else "the gate run"
-    console.say(f"recorded {what} as run {run.run_id} in {args.history}")
+    said = f"recorded {what} as run {run.run_id} in {history_command.store_name(args.history)}"
+    if args.markdown:  # stdout is the Markdown a CI job posts
+        console.note(said)
+    else:
+        console.say(said)
     return code
 
 
-def _recorded_run(store: MonitorStore, run_id: object) -> RunRecord | None:
+def _recorded_run(store: ResultsStore, run_id: object) -> RunRecord | None:
     """The recorded run the results came from (by the id in their header), or None."""
     if not isinstance(run_id, str) or not run_id:
         return None

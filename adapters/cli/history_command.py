@@ -6,6 +6,10 @@ them back::
 
     ragbridge history runs.sqlite [--metric M] [--source FILE] [--limit N] [--json]
     ragbridge history runs.sqlite --show RUN
+    ragbridge history runs.sqlite --markdown [--baseline-branch main] [--data DATA.jsonl]
+
+``--markdown`` prints a pull request's report (`ragbridge.adapters.cli.markdown_report`): the
+newest run against the latest run of the baseline branch over the same input.
 
 The table has one row per run (oldest first): id prefix, local time, commit (``*`` when the
 working tree had uncommitted changes), command, outcome, samples, and each metric's mean ± half
@@ -34,10 +38,10 @@ from ragbridge.adapters.cli.plural import plural
 from ragbridge.adapters.cli.tables import aligned
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds this parser without them
-    from ragbridge.core.monitoring import MonitorStore, RunRecord
+    from ragbridge.core.monitoring import ResultsStore, RunRecord
     from ragbridge.core.monitoring.history import HistoryRow, MetricPoint
 
-__all__ = ["add_history_option", "check_history", "open_store", "register"]
+__all__ = ["add_history_option", "check_history", "open_store", "register", "store_name"]
 
 DEFAULT_LIMIT = 20
 NOT_SCORING = frozenset({"concurrency", "max_failed_share", "max_retries", "timeout", "cache"})
@@ -55,7 +59,11 @@ def register(sub: Any) -> None:
         "and a mean difference of at least --min-effect) is marked and named. Exit codes: 0 "
         "shown (also when no run is recorded yet), 2 bad arguments or store.",
     )
-    parser.add_argument("store", metavar="PATH", help="the monitor store (SQLite)")
+    parser.add_argument(
+        "store",
+        metavar="STORE",
+        help="the monitor store: an SQLite file, or a postgresql://user@host/db URL",
+    )
     parser.add_argument(
         "--metric",
         action="append",
@@ -85,15 +93,34 @@ def register(sub: Any) -> None:
         default=0.03,
         help="smallest mean difference called a change (default 0.03, as gate --max-drop)",
     )
+    parser.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print Markdown for a pull request: the newest run (of --source) against the "
+        "latest run of --baseline-branch over the same input, per metric and per question",
+    )
+    parser.add_argument(
+        "--baseline-branch",
+        default="main",
+        metavar="BRANCH",
+        help="the branch --markdown compares with (default main)",
+    )
+    parser.add_argument(
+        "--data",
+        metavar="DATA.jsonl",
+        help="the samples the runs scored: --markdown shows their questions",
+    )
     parser.set_defaults(handler=run_history)
 
 
 def add_history_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--history",
-        metavar="PATH",
-        help="record this run (summary, settings, git commit and every per-sample score) in "
-        "the monitor store PATH, created when missing; read it with ragbridge history PATH",
+        metavar="STORE",
+        help="record this run (summary, settings, git commit and branch, every per-sample "
+        "score) in the monitor store STORE: an SQLite file, created when missing, or a "
+        "postgresql://user@host/db URL (the password is never printed); read it with "
+        "ragbridge history STORE",
     )
 
 
@@ -103,12 +130,19 @@ _limit = whole_number(lambda n: n >= 0, "must be >= 0, got {value}")
 # --------------------------------------------------------------------------- the store file
 
 
-def check_history(path: str, flag: str = "--history", *, inputs: Sequence[Path] = ()) -> Path:
+def check_history(
+    path: str, flag: str = "--history", *, inputs: Sequence[Path] = ()
+) -> Path | None:
     """``path`` can hold the monitor store: a writable new file, or an existing store.
 
     An existing SQLite file of another kind (the ``--cache``, a results database) is refused
-    before anything is written to it: opening it as a store would add tables to it.
+    before anything is written to it: opening it as a store would add tables to it. A store
+    URL (``postgresql://...``) is checked when it is opened: None.
     """
+    from ragbridge.core.monitoring.store_api import is_store_url
+
+    if is_store_url(path):
+        return None
     target = check_output(path, flag, inputs=inputs)
     _probe(target, flag)
     return target
@@ -145,18 +179,29 @@ def _probe(target: Path, flag: str) -> None:
         )
 
 
-def open_store(path: str | Path, flag: str = "--history") -> MonitorStore:
-    """The store at ``path``; a file that is not one is one line naming the flag."""
+def store_name(spec: str | Path) -> str:
+    """A store as messages name it: a path as is, a URL without its password."""
+    from ragbridge.core.cache.backend import redact_url
+
+    return redact_url(str(spec))
+
+
+def open_store(path: str | Path, flag: str = "--history") -> ResultsStore:
+    """The store at ``path`` (an SQLite file, or a ``SCHEME://`` URL of an installed store);
+    one that cannot be opened is one line naming the flag, never the URL's password."""
     import sqlite3
 
-    from ragbridge.core.monitoring import MonitorStore, StoreError
+    from ragbridge.core.monitoring import StoreError
+    from ragbridge.core.monitoring.store_api import open_store as open_spec
 
+    where = store_name(path)
     try:
-        return MonitorStore(path)
-    except (StoreError, sqlite3.Error) as exc:
+        return open_spec(path)
+    except (StoreError, sqlite3.Error, OSError, ImportError, ValueError) as exc:
         text = str(exc)
-        name = f"{flag} {path}" if flag else str(path)
-        raise UserError(text if text.startswith(str(path)) else f"{name}: {text}") from None
+        name = f"{flag} {where}" if flag else where
+        known = text.startswith((where, f"store {where}"))
+        raise UserError(text if known else f"{name}: {text}") from None
 
 
 # --------------------------------------------------------------------------- the command
@@ -170,6 +215,7 @@ def run_history(args: argparse.Namespace) -> int:
     require_non_negative("--min-effect", args.min_effect)
     path = _store_file(args.store)
     with open_store(path, "") as store:
+        args.store = store_name(args.store)  # every message from here names it without a password
         runs = store.runs()
         ids = short_ids(r.run_id for r in runs)
         if args.show:
@@ -177,6 +223,11 @@ def run_history(args: argparse.Namespace) -> int:
         if not runs:
             return _empty(args, f"no runs recorded in {args.store} yet")
         source = _source(args, runs)
+        if args.markdown:
+            from ragbridge.adapters.cli.markdown_report import history_markdown
+
+            console.say(history_markdown(store, args, runs, source).rstrip("\n"))
+            return EXIT_OK
         everything = [r for r in runs if source in (None, r.source)]
         metrics = _metrics(args.metric, everything)
         rows = history_rows(
@@ -198,8 +249,13 @@ def run_history(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _store_file(store: str) -> Path:
-    """The store the command reads: an existing monitor store (never created here)."""
+def _store_file(store: str) -> Path | str:
+    """The store the command reads: an existing monitor store (never created here), or a
+    store URL as given."""
+    from ragbridge.core.monitoring.store_api import is_store_url
+
+    if is_store_url(store):
+        return store
     path = Path(store)
     if not path.is_file():
         raise UserError(
@@ -417,7 +473,7 @@ def _json(
     }
 
 
-def _show(store: MonitorStore, args: argparse.Namespace, ids: dict[str, str]) -> int:
+def _show(store: ResultsStore, args: argparse.Namespace, ids: dict[str, str]) -> int:
     try:
         run = store.run(args.show)
     except KeyError as exc:

@@ -111,11 +111,11 @@ def _is_url(spec: str) -> bool:
 def check_distinct(paths: Mapping[str, str | None]) -> None:
     """No two of the flags name the same file (``--out x --report x`` would lose one).
 
-    A cache URL is not a file and takes no part.
+    A cache or store URL is not a file and takes no part.
     """
     seen: dict[Path, str] = {}
     for flag, path in paths.items():
-        if not path or (flag == "--cache" and _is_url(path)):
+        if not path or _is_url(path):
             continue
         key = Path(path).resolve()
         if key in seen:

@@ -98,9 +98,10 @@ def record_history(
             with history_command.open_store(args.history) as store:
                 run = record_run(store, evaluation, **options)
     except (OSError, ValueError, sqlite3.Error) as exc:
-        console.error(f"--history {args.history}: the run was not recorded: {exc}")
+        where = history_command.store_name(args.history)
+        console.error(f"--history {where}: the run was not recorded: {exc}")
         return code if code == EXIT_ABORTED else write_failure_code(evaluation)
-    console.say(f"recorded run {run.run_id} in {args.history}")
+    console.say(f"recorded run {run.run_id} in {history_command.store_name(args.history)}")
     return code
 
 

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragbridge.adapters.cli import console
+from ragbridge.adapters.cli import console, history_command
 from ragbridge.adapters.cli.commands import add_command
 from ragbridge.adapters.cli.errors import UserError
 from ragbridge.adapters.cli.paths import SQLITE_HEADER, check_distinct, check_input, check_output
@@ -59,8 +59,9 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--history",
-        metavar="PATH",
-        help="monitor store of recorded runs (eval --history PATH): adds the trend charts",
+        metavar="STORE",
+        help="monitor store of recorded runs (eval --history STORE: an SQLite file or a "
+        "postgresql:// URL): adds the trend charts",
     )
     parser.add_argument("--title", help="the report's title")
     parser.add_argument("--out", required=True, metavar="report.html", help="the file to write")
@@ -127,16 +128,14 @@ def _samples(args: argparse.Namespace, names: list[str]) -> dict[str, list[Sampl
 def _history(path: str | None) -> list[RunRecord] | None:
     if path is None:
         return None
-    from ragbridge.core.monitoring.store import MonitorStore, StoreError
+    from ragbridge.core.monitoring.store_api import is_store_url
 
-    with open(path, "rb") as handle:
-        if handle.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
-            raise UserError(f"--history {path}: not a monitor store (not an SQLite file)")
-    try:
-        with MonitorStore(path) as store:
-            return store.runs()
-    except StoreError as exc:
-        raise UserError(f"--history {exc}") from None
+    if not is_store_url(path):
+        with open(path, "rb") as handle:
+            if handle.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+                raise UserError(f"--history {path}: not a monitor store (not an SQLite file)")
+    with history_command.open_store(path) as store:
+        return store.runs()
 
 
 def _check_ids(
@@ -159,10 +158,11 @@ def run_report(args: argparse.Namespace) -> int:
     render and write the report."""
     from ragbridge.adapters.report import render_report
     from ragbridge.core.files import write_text_atomic
+    from ragbridge.core.monitoring.store_api import is_store_url
     from ragbridge.core.results.evaluation import Evaluation
 
     inputs = [check_input(p) for p in [*args.results, *(args.samples or [])]]
-    if args.history:
+    if args.history and not is_store_url(args.history):  # a store's URL is checked when opened
         try:
             inputs.append(check_input(args.history))
         except UserError as exc:

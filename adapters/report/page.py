@@ -299,7 +299,7 @@ def render_report(
     generation measure was scored the quadrant chart is omitted with a note. ``generated_at``
     (default: now) is the date printed in the header. ``agreement``
     (`ragbridge.core.labels.agreement.judge_agreement`) adds the judge-agreement section and
-    ``history`` (recorded `RunRecord`s, e.g. ``MonitorStore.runs()``) the trend charts; without
+    ``history`` (recorded `RunRecord`s, e.g. ``ResultsStore.runs()``) the trend charts; without
     them there are none. ``source`` names the input file (one name, or one per pipeline; default
     ``metadata["source"]`` of each run). ``sections`` (`Extra`) follow the summaries and get a
     link in the page's navigation. Bad input raises ValueError/TypeError naming the

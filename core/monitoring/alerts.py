@@ -42,7 +42,7 @@ window is back within half the minimum effect of the baseline (observed change
 new episode. `on_alert` is called once per episode.
 
 `AlertMonitor` is a `RequestSink` (plus `AlertMonitor.feedback`, as feedback arrives outside the
-sink protocol); `check` replays a `MonitorStore` through the same monitor, so a batch check and
+sink protocol); `check` replays a results store through the same monitor, so a batch check and
 the live monitor agree. Everything here is numpy and the standard library.
 """
 
@@ -62,7 +62,7 @@ import numpy.typing as npt
 
 from .records import RequestRecord
 from .significance import fisher_exact_greater, welch_t_test
-from .store import MonitorStore
+from .store_api import ResultsStore
 
 __all__ = [
     "ABSTENTION",
@@ -202,7 +202,7 @@ class Baseline:
     @classmethod
     def from_store(
         cls,
-        store: MonitorStore,
+        store: ResultsStore,
         *,
         since: float | None = None,
         until: float | None = None,
@@ -212,7 +212,7 @@ class Baseline:
         """The requests of an earlier window of a store (``since <= ts < until``)."""
         span = f"[{'' if since is None else since}, {'' if until is None else until})"
         records = store.requests(since=since, until=until, pipeline=pipeline)
-        return cls.from_requests(records, signals=signals, source=f"{store.path} {span}")
+        return cls.from_requests(records, signals=signals, source=f"{store.location} {span}")
 
     def signals(self) -> list[Signal]:
         """A signal for each name held: the known rates by name, a score mean for the rest."""
@@ -605,7 +605,7 @@ class AlertMonitor:
 
 
 def check(
-    store: MonitorStore,
+    store: ResultsStore,
     baseline: Baseline | str | os.PathLike[str] | None = None,
     *,
     since: float | None = None,

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from .records import RequestRecord
 from .significance import holm, permutation_independence
-from .store import MonitorStore
+from .store_api import ResultsStore
 
 __all__ = ["FactorLink", "FeedbackReport", "GroupRate", "feedback_report"]
 
@@ -139,7 +139,7 @@ def _source(keys: Sequence[str]) -> Factor:
 
 
 def feedback_report(
-    records: Iterable[RequestRecord] | MonitorStore,
+    records: Iterable[RequestRecord] | ResultsStore,
     *,
     factors: Mapping[str, Factor] | None = None,
     source_keys: Sequence[str] = ("top_source", "context_ids"),
@@ -152,7 +152,7 @@ def feedback_report(
     """Test thumbs-down feedback against each factor (default: miss, chunks used, source)."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
-    rows = list(records.requests() if isinstance(records, MonitorStore) else records)
+    rows = list(records.requests() if isinstance(records, ResultsStore) else records)
     if factors is None:
         factors = {"retrieval_miss": _miss, "chunks_used": _chunks}
         if source_keys:

@@ -22,7 +22,9 @@ are not held, so memory stays flat however long the run; the run's row follows w
 done, so a reader never sees a run without its cells. A run that is interrupted is discarded.
 
 The git commit is read from ``.git`` directly (``HEAD``, loose refs, ``packed-refs``,
-worktrees), with ``git rev-parse`` as the fallback when git is installed.
+worktrees), with ``git rev-parse`` as the fallback when git is installed. So is the branch
+(``HEAD``'s ``ref: refs/heads/NAME``); a detached checkout (a CI job building a pull request)
+names it through the CI's variables instead (`BRANCH_VARIABLES`).
 """
 
 from __future__ import annotations
@@ -45,13 +47,14 @@ from typing_extensions import Self
 
 from ..results.stats import paired_permutation_test
 from .records import RunRecord, ScoreCell
-from .store import MonitorStore
+from .store_api import ResultsStore
 
 if TYPE_CHECKING:
     from ..results.evaluation import Evaluation, Score
     from ..results.tally import Tally
 
 __all__ = [
+    "BRANCH_VARIABLES",
     "DEFAULT_ALPHA",
     "DEFAULT_MIN_EFFECT",
     "RUN_ID_KEY",
@@ -63,6 +66,7 @@ __all__ = [
     "cells_of",
     "config_changes",
     "gate_runs",
+    "git_branch",
     "git_commit",
     "git_dirty",
     "git_root",
@@ -156,8 +160,13 @@ def run_record(
     run_id: str | None = None,
     metadata: Mapping[str, Any] | None = None,
     timestamp: float | None = None,
+    branch: str | None = None,
 ) -> RunRecord:
     """The `RunRecord` of a finished run.
+
+    ``branch`` defaults to the branch of the working directory (`git_branch`: the checked-out
+    branch, else the CI's branch variable), so runs from CI jobs and laptops alike can be set
+    against the runs of ``main``.
 
     ``summary`` holds each metric's `MetricSummary` (mean, CI, counts, usage) and provider,
     from ``tally`` when the run streamed its cells instead of keeping them. ``metadata`` is the
@@ -176,6 +185,7 @@ def run_record(
         command=command,
         source=source,
         commit=commit,
+        branch=branch if branch is not None else git_branch(),
         config=brief(dict(config or {})),
         summary=_summary(summaries, evaluation.metadata),
         metadata=meta,
@@ -183,7 +193,7 @@ def run_record(
 
 
 def record_run(
-    store: MonitorStore,
+    store: ResultsStore,
     evaluation: Evaluation,
     command: str,
     source: str | None = None,
@@ -208,14 +218,14 @@ def record_run(
 class RunCellWriter:
     """Streams a run's cells into the store as they are scored, then records the run.
 
-    Cells go to the store in batches of ``batch`` (`MonitorStore.add_run_cells`, one short
+    Cells go to the store in batches of ``batch`` (`ResultsStore.add_run_cells`, one short
     transaction each), so at most one batch is held; `finish` adds the run's row (which is what
     readers look for) once the summary is known, `discard` deletes the cells of a run that will
     not be recorded. Used as a context manager, leaving it without `finish` (an exception,
     Ctrl-C) discards.
     """
 
-    def __init__(self, store: MonitorStore, run_id: str, *, batch: int | None = None) -> None:
+    def __init__(self, store: ResultsStore, run_id: str, *, batch: int | None = None) -> None:
         batch = _BATCH if batch is None else batch
         if batch < 1:
             raise ValueError(f"batch must be >= 1, got {batch}")
@@ -341,6 +351,31 @@ def git_commit(path: str | os.PathLike[str] = ".") -> str | None:
         return sha
     out = _git(root, "rev-parse", "--verify", "--quiet", "HEAD")
     return out.strip() if out is not None and _is_sha(out.strip()) else None
+
+
+BRANCH_VARIABLES = ("GITHUB_HEAD_REF", "GITHUB_REF_NAME", "CI_COMMIT_REF_NAME")
+"""The CI variables that name the branch of a detached checkout, first non-empty wins: GitHub's
+source branch of a pull request (its ``GITHUB_REF_NAME`` is ``123/merge``), GitHub's branch of a
+push, GitLab's branch (or tag)."""
+
+
+def git_branch(
+    path: str | os.PathLike[str] = ".", *, environ: Mapping[str, str] | None = None
+) -> str | None:
+    """The branch checked out in the repository holding ``path``: read from ``HEAD`` (no
+    subprocess); for a detached ``HEAD`` or no repository, the first `BRANCH_VARIABLES` set in
+    ``environ`` (default the process's); None when neither says."""
+    found = _git_dirs(Path(path).resolve())
+    if found is not None:
+        try:
+            head = (found[1] / "HEAD").read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            head = ""
+        if head.startswith("ref:"):
+            ref = head.removeprefix("ref:").strip()
+            return ref.removeprefix("refs/heads/") or None
+    env = os.environ if environ is None else environ
+    return next((env[name].strip() for name in BRANCH_VARIABLES if env.get(name, "").strip()), None)
 
 
 def git_dirty(path: str | os.PathLike[str] = ".", *, timeout: float = 3.0) -> bool | None:
@@ -470,7 +505,7 @@ def _point(run: RunRecord, metric: str) -> MetricPoint:
 class _Cells:
     """Scored values by metric of the last few runs read (a history walks them in order)."""
 
-    def __init__(self, store: MonitorStore, keep: int = 4) -> None:
+    def __init__(self, store: ResultsStore, keep: int = 4) -> None:
         self.store = store
         self.keep = keep
         self._runs: OrderedDict[str, dict[str, dict[str, float]]] = OrderedDict()
@@ -534,7 +569,7 @@ def gate_runs(runs: Iterable[RunRecord]) -> dict[str, list[RunRecord]]:
 
 
 def run_history(
-    store: MonitorStore,
+    store: ResultsStore,
     *,
     metrics: Sequence[str] | None = None,
     source: str | None = None,
@@ -586,7 +621,7 @@ def run_history(
 
 
 def metric_history(
-    store: MonitorStore,
+    store: ResultsStore,
     metric: str,
     source: str | None = None,
     **options: Any,

@@ -57,7 +57,7 @@ from ..settings import Settings, SettingsOptions
 from ..text.words import abstention
 from .records import RequestRecord, ScoreCell
 from .sinks import RequestSink, StoreSink
-from .store import MonitorStore
+from .store_api import ResultsStore, open_store
 
 __all__ = [
     "DEFAULT_STORE",
@@ -118,7 +118,7 @@ class ShadowOptions(SettingsOptions, total=False):
     sample_rate: float
     relevance_threshold: float | None
     sinks: Sequence[RequestSink] | None
-    store: str | os.PathLike[str] | MonitorStore | Literal[_Default.STORE] | None
+    store: str | os.PathLike[str] | ResultsStore | Literal[_Default.STORE] | None
     max_pending: int
     max_queued: int
     close_timeout: float | None
@@ -220,7 +220,7 @@ class ShadowScorer(BackgroundScoring):
         sample_rate: float = 0.05,
         relevance_threshold: float | None = None,
         sinks: Sequence[RequestSink] | None = None,
-        store: str | os.PathLike[str] | MonitorStore | Literal[_Default.STORE] | None = DEFAULT,
+        store: str | os.PathLike[str] | ResultsStore | Literal[_Default.STORE] | None = DEFAULT,
         max_pending: int = 100,
         max_queued: int = 10_000,
         close_timeout: float | None = 30.0,
@@ -259,15 +259,15 @@ class ShadowScorer(BackgroundScoring):
                     f"{type(sink).__name__} is not a RequestSink (it needs request(record) "
                     f"and scored(record) methods)"
                 )
-        self._owned_store: MonitorStore | None = None
+        self._owned_store: ResultsStore | None = None
         chosen: list[RequestSink] = []
         if sinks is None or store is not DEFAULT:
             path = DEFAULT_STORE if store is DEFAULT else store
-            if isinstance(path, MonitorStore):
-                chosen.append(StoreSink(path))
-            elif path is not None:
-                self._owned_store = MonitorStore(path)
+            if isinstance(path, str | os.PathLike):  # a file, or a store's URL
+                self._owned_store = open_store(path)
                 chosen.append(StoreSink(self._owned_store))
+            elif path is not None:
+                chosen.append(StoreSink(path))
         chosen.extend(sinks or ())
         self.sinks: tuple[RequestSink, ...] = tuple(chosen)
         self._cv = threading.Condition(self._lock)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from .records import RequestRecord
-from .store import MonitorStore
+from .store_api import ResultsStore
 
 __all__ = ["RequestSink", "StoreSink"]
 
@@ -28,9 +28,10 @@ class RequestSink(Protocol):
 
 
 class StoreSink:
-    """Writes every record to a `MonitorStore` (the local default of every wrapper)."""
+    """Writes every record to a results store (the local SQLite `MonitorStore` is every
+    wrapper's default; a team's ``postgresql://`` store works alike)."""
 
-    def __init__(self, store: MonitorStore) -> None:
+    def __init__(self, store: ResultsStore) -> None:
         self.store = store
 
     def request(self, record: RequestRecord) -> None:

@@ -8,6 +8,9 @@ can open the file while a service is writing to it.
 
 Nothing here knows OpenTelemetry or a framework: wrappers record `RequestRecord`s, the CLI
 records `RunRecord`s, and exporters read them back or receive them alongside.
+
+The schema is versioned (`ragbridge.core.monitoring.migrations`): a file of an older version is
+upgraded when it is opened (one transaction under the write lock), a newer one is refused.
 """
 
 from __future__ import annotations
@@ -16,20 +19,19 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from typing_extensions import Self
 
+from .migrations import SCHEMA_VERSION, newer_schema, steps_after
 from .records import RequestRecord, RunRecord, ScoreCell
 
-__all__ = ["SCHEMA_VERSION", "MonitorStore", "StoreError"]
+__all__ = ["SCHEMA_V1", "SCHEMA_VERSION", "MonitorStore", "StoreError"]
 
-SCHEMA_VERSION = 1
-
-_SCHEMA = """
+SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS requests (
     request_id TEXT PRIMARY KEY,
@@ -78,6 +80,13 @@ CREATE TABLE IF NOT EXISTS run_scores (
     PRIMARY KEY (run_id, sample_id, metric)
 );
 """
+"""The tables as schema version 1 shipped them: every store is created from them and then
+brought up to date by the migration steps, so a new file and an upgraded one cannot differ."""
+
+BUSY_TIMEOUT_MS = 60_000
+"""How long a write waits for another process's transaction before failing."""
+
+_RUN_COLUMNS = "run_id, ts, command, source, git_commit, config, summary, metadata, branch"
 
 _REQUEST_COLUMNS = (
     "request_id", "ts", "pipeline", "question", "retrieval_ms", "generation_ms",
@@ -108,7 +117,10 @@ class MonitorStore:
         self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         try:
             self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA busy_timeout=5000")
+            # Writers queue for the one write lock; SQLite's busy handler is not a fair queue, so
+            # with 8 processes streaming 1,000-cell batches on a loaded 2-core machine a writer
+            # waited over 5 s (benchmarks/store_throughput.py): wait up to a minute instead.
+            self._conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             self._initialise()
         except sqlite3.DatabaseError as exc:
             self._conn.close()
@@ -118,16 +130,49 @@ class MonitorStore:
             raise
 
     def _initialise(self) -> None:
-        self._conn.executescript(_SCHEMA)  # commits on its own: idempotent CREATE ... IF NOT EXISTS
+        """Create the tables or upgrade them; refuse a newer schema before writing anything.
+
+        A current store is only read (no write lock), so many processes open it at once; an
+        old or new one is created/upgraded in one ``BEGIN IMMEDIATE`` transaction that reads
+        the version again under the lock: of two processes upgrading at once, the second
+        finds the work done.
+        """
+        found = self._version()
+        if found == SCHEMA_VERSION:
+            return
+        if found is not None and found > SCHEMA_VERSION:
+            raise StoreError(newer_schema(str(self.path), found))
         with self._write():
-            row = self._conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-            if row is None:
-                self._conn.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-            elif int(row[0]) > SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self.path}: written by a newer ragbridge (store schema {row[0]}, this "
-                    f"one reads {SCHEMA_VERSION}); upgrade ragbridge"
-                )
+            for statement in SCHEMA_V1.split(";"):
+                if statement.strip():
+                    self._conn.execute(statement)
+            version = self._version()
+            if version is None:
+                self._conn.execute("INSERT INTO meta VALUES ('schema', '1')")
+                version = 1
+            if version > SCHEMA_VERSION:
+                raise StoreError(newer_schema(str(self.path), version))
+            for step in steps_after(version):
+                for statement in step.sql("sqlite"):
+                    self._conn.execute(statement)
+            self._conn.execute(
+                "UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),)
+            )
+
+    def _version(self) -> int | None:
+        """The schema version the file records; None for a file without our tables yet."""
+        try:
+            row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return None
+            raise
+        if row is None:
+            return None
+        try:
+            return int(row[0])
+        except ValueError:
+            raise StoreError(f"{self.path}: unreadable store schema {row[0]!r}") from None
 
     @contextmanager
     def _write(self) -> Iterator[None]:
@@ -280,14 +325,9 @@ class MonitorStore:
             if self._conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run.run_id,)).fetchone():
                 raise ValueError(f"run {run.run_id!r} is already recorded in {self.path}")
             self._conn.execute(
-                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    run.run_id, run.timestamp, run.command, run.source, run.commit,
-                    json.dumps(run.config, sort_keys=True, default=str),
-                    json.dumps(run.summary, sort_keys=True, default=str),
-                    json.dumps(run.metadata, sort_keys=True, default=str),
-                ),
-            )  # fmt: skip
+                f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                run_row(run),
+            )
             self._conn.executemany(
                 "INSERT INTO run_scores VALUES (?, ?, ?, ?, ?, ?)",
                 [
@@ -322,24 +362,24 @@ class MonitorStore:
     ) -> list[RunRecord]:
         """Recorded runs, oldest first (the last ``limit`` when given)."""
         where, params = _where(("command = ?", command), ("source = ?", source))
-        sql = (
-            "SELECT run_id, ts, command, source, git_commit, config, summary, metadata "
-            f"FROM runs WHERE {where} ORDER BY ts DESC, run_id DESC"
-        )
+        sql = f"SELECT {_RUN_COLUMNS} FROM runs WHERE {where} ORDER BY ts DESC, run_id DESC"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         rows = self._read(sql, params)
-        return [_run(r) for r in reversed(rows)]
+        return [run_of(r) for r in reversed(rows)]
 
     def run(self, run_id: str) -> RunRecord:
-        """One recorded run; a unique prefix of its id is enough (as with git commits)."""
-        rows = self._read("SELECT run_id FROM runs WHERE run_id LIKE ?", (f"{run_id}%",))
-        if not rows:
-            raise KeyError(f"no run {run_id!r} in {self.path}")
-        if len(rows) > 1 and not any(r[0] == run_id for r in rows):
-            raise KeyError(f"run id {run_id!r} is ambiguous in {self.path}")
-        full = run_id if any(r[0] == run_id for r in rows) else rows[0][0]
-        return next(r for r in self.runs() if r.run_id == full)
+        """One recorded run; a unique prefix of its id is enough (as with git commits).
+
+        The prefix is compared as text (``substr``), not as a LIKE pattern: an id holding
+        ``_`` or ``%`` matches only itself, and case counts, as on every backend.
+        """
+        rows = self._read(
+            "SELECT run_id FROM runs WHERE substr(run_id, 1, ?) = ?", (len(run_id), run_id)
+        )
+        full = pick_run_id(run_id, [r[0] for r in rows], str(self.path))
+        found = self._read(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (full,))
+        return run_of(found[0])
 
     def run_cells(self, run_id: str) -> list[tuple[str, str, ScoreCell]]:
         """The ``(sample_id, metric, cell)`` cells of a recorded run, in sample, metric order."""
@@ -351,18 +391,43 @@ class MonitorStore:
         return [(s, m, ScoreCell(value=v, failure=f, skipped=bool(k))) for s, m, v, f, k in rows]
 
 
-def _run(row: tuple[Any, ...]) -> RunRecord:
-    run_id, ts, command, source, commit, config, summary, metadata = row
+def run_row(run: RunRecord) -> tuple[Any, ...]:
+    """A run as a row of ``runs`` (`_RUN_COLUMNS` order), shared with the other backends."""
+    return (
+        run.run_id, run.timestamp, run.command, run.source, run.commit,
+        json.dumps(run.config, sort_keys=True, default=str),
+        json.dumps(run.summary, sort_keys=True, default=str),
+        json.dumps(run.metadata, sort_keys=True, default=str),
+        run.branch,
+    )  # fmt: skip
+
+
+def run_of(row: Sequence[Any]) -> RunRecord:
+    """The `RunRecord` of a ``runs`` row in `_RUN_COLUMNS` order."""
+    run_id, ts, command, source, commit, config, summary, metadata, branch = row
     return RunRecord(
         run_id=run_id,
         timestamp=ts,
         command=command,
         source=source,
         commit=commit,
+        branch=branch,
         config=json.loads(config),
         summary=json.loads(summary),
         metadata=json.loads(metadata),
     )
+
+
+def pick_run_id(prefix: str, matches: Sequence[str], location: str) -> str:
+    """The run id ``prefix`` names among the ids it starts: itself when recorded, else the only
+    one; KeyError when none or several match (every backend answers `run` alike)."""
+    if prefix in matches:
+        return prefix
+    if not matches:
+        raise KeyError(f"no run {prefix!r} in {location}")
+    if len(matches) > 1:
+        raise KeyError(f"run id {prefix!r} is ambiguous in {location}")
+    return matches[0]
 
 
 def _where(*conditions: tuple[str, Any]) -> tuple[str, list[Any]]:
