@@ -52,6 +52,7 @@ SUBCOMMANDS = (
     "metrics",
     "report",
     "robustness",
+    "serve",
     "split",
     "testset",
     "trec",

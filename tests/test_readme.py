@@ -389,6 +389,8 @@ def test_the_readme_commands_parse_and_name_files_that_exist(
                 continue
             if word.startswith("-") or PLACEHOLDER.match(word) or not PATHLIKE.search(word):
                 continue
+            if re.match(r"[a-z][a-z0-9+.-]*://", word):  # a store's or cache's URL, not a file
+                continue
             if ":" in word and not Path(word).exists():  # module:object of `ragbridge run`
                 module = word.split(":")[0]
                 if importlib.util.find_spec(module) is None:

@@ -83,6 +83,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "robustness_command",
         "re-run a pipeline under retrieval faults (noise, no relevant passage, wrong facts)",
     ),
+    (
+        "serve",
+        "serve_command",
+        "serve a results store as a read-only web app: runs, samples, diffs, trends",
+    ),
     ("split", "split_command", "split a data set into dev and a locked, held-out test file"),
     ("testset", "testset_command", "write an eval set with no-answer questions from documents"),
     ("trec", "trec_command", "evaluate a TREC run against qrels, printing trec_eval's output"),
