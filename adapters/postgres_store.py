@@ -43,7 +43,16 @@ from ragbridge.adapters._extras import install_hint, missing_extra
 from ragbridge.core.cache.backend import redact_url
 from ragbridge.core.monitoring.migrations import SCHEMA_VERSION, newer_schema, steps_after
 from ragbridge.core.monitoring.records import RequestRecord, RunRecord, ScoreCell
-from ragbridge.core.monitoring.store import StoreError, pick_run_id, run_of, run_row
+from ragbridge.core.monitoring.sample_records import decode_record, encode_record
+from ragbridge.core.monitoring.store import (
+    CELL_COLUMNS,
+    StoreError,
+    cell_rows,
+    cells_of_rows,
+    pick_run_id,
+    run_of,
+    run_row,
+)
 
 INSTALL_HINT = install_hint("postgres")
 """What to run when the ``postgres`` extra is missing."""
@@ -116,7 +125,10 @@ _REQUEST_COLUMNS = (
     "sampled", "error", "feedback", "attributes",
 )  # fmt: skip
 _RUN_COLUMNS = "run_id, ts, command, source, git_commit, config, summary, metadata, branch"
-_CELL_COPY = "COPY run_scores (run_id, sample_id, metric, value, failure, skipped) FROM STDIN"
+_CELL_COPY = (
+    "COPY run_scores (run_id, sample_id, metric, value, failure, skipped, reason, details) "
+    "FROM STDIN"
+)
 
 
 class PostgresStoreError(OSError):
@@ -408,13 +420,31 @@ class PostgresStore:
         cells: Iterable[tuple[str, str, ScoreCell]],
     ) -> None:
         with cursor.copy(_CELL_COPY) as copy:
-            for sample_id, metric, c in cells:
-                copy.write_row((run_id, sample_id, metric, c.value, c.failure, int(c.skipped)))
+            for row in cell_rows(run_id, cells):
+                copy.write_row(row)
 
     def delete_run_cells(self, run_id: str) -> None:
         """Delete the cells of a run that will not be recorded (an interrupted stream)."""
         with self._write() as cursor:
             cursor.execute("DELETE FROM run_scores WHERE run_id = %s", (run_id,))
+            cursor.execute("DELETE FROM run_samples WHERE run_id = %s", (run_id,))
+
+    def add_run_samples(self, run_id: str, rows: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        """Keep ``(sample_id, record)`` rows of a run in one transaction (`ResultsStore`)."""
+        with (
+            self._write() as cursor,
+            cursor.copy("COPY run_samples (run_id, sample_id, record) FROM STDIN") as copy,
+        ):
+            for sample_id, record in rows:
+                copy.write_row((run_id, sample_id, encode_record(record)))
+
+    def run_sample(self, run_id: str, sample_id: str) -> dict[str, Any] | None:
+        """The kept record of one sample of a run; None when none was kept."""
+        rows = self._read(
+            "SELECT record FROM run_samples WHERE run_id = %s AND sample_id = %s",
+            (run_id, sample_id),
+        )
+        return decode_record(rows[0][0]) if rows else None
 
     def runs(
         self, *, command: str | None = None, source: str | None = None, limit: int | None = None
@@ -441,11 +471,10 @@ class PostgresStore:
     def run_cells(self, run_id: str) -> list[tuple[str, str, ScoreCell]]:
         """The ``(sample_id, metric, cell)`` cells of a recorded run, in sample, metric order."""
         rows = self._read(
-            "SELECT sample_id, metric, value, failure, skipped FROM run_scores "
-            "WHERE run_id = %s ORDER BY sample_id, metric",
+            f"SELECT {CELL_COLUMNS} FROM run_scores WHERE run_id = %s ORDER BY sample_id, metric",
             (run_id,),
         )
-        return [(s, m, ScoreCell(value=v, failure=f, skipped=bool(k))) for s, m, v, f, k in rows]
+        return cells_of_rows(rows)
 
 
 def _where(*conditions: tuple[str, Any]) -> tuple[str, list[Any]]:

@@ -3,19 +3,32 @@
 Two evaluations of the same 40 questions (plus one sample only the candidate has, a failed and
 a skipped cell), a third run later on, and live requests with scores and an alerting drop.
 Sample ids, a metric name, a failure kind, the input file name, the command, the commit, the
-settings, the metadata and the requests' questions carry script payloads: none may run.
+settings, the metadata and the requests' questions carry script payloads: none may run. So do
+the texts kept since store schema 3: every sample's question, answer, reference and contexts
+(`sample_record_of`; the base run keeps them, the candidate does not), and the judge's reasons
+and claims of the hostile sample's cells.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ragbridge.core.monitoring.history import cells_of, run_record
 from ragbridge.core.monitoring.records import RequestRecord, RunRecord, ScoreCell
 from ragbridge.core.monitoring.store_api import open_store
 from ragbridge.core.results.evaluation import Evaluation, Score
 
-__all__ = ["BREAKOUT", "HANDLER", "HOSTILE", "HOSTILE_ID", "StoreFixture", "build_store"]
+__all__ = [
+    "BREAKOUT",
+    "HANDLER",
+    "HOSTILE",
+    "HOSTILE_DETAILS",
+    "HOSTILE_ID",
+    "StoreFixture",
+    "build_store",
+    "sample_record_of",
+]
 
 BREAKOUT = (
     "</script><script>document.body.setAttribute('data-pwned','1'); window.pwned = 1</script>"
@@ -32,6 +45,13 @@ HOSTILE = [
     HOSTILE_ID,
 ]
 EVIL_METRIC = '<svg onload="window.pwned = 4">'
+HOSTILE_DETAILS = {
+    "claims": [
+        {"claim": HANDLER, "verdict": BREAKOUT},
+        {"claim": "Paris is the capital of France.", "verdict": HOSTILE[2]},
+    ]
+}
+"""The details (claims and verdicts) of the hostile sample's faithfulness cells."""
 T0 = 1_800_000_000.0
 
 
@@ -53,7 +73,11 @@ def _evaluations() -> tuple[Evaluation, Evaluation]:
     base, cand = Evaluation(), Evaluation()
     for k, sid in enumerate(ids):  # sorted order: the order the store gives back
         if sid != "only-in-candidate":
-            base.add(sid, "faithfulness", Score(value=round((k * 37 % 11) / 10, 2)))
+            hostile = sid == HOSTILE_ID  # the judge's reason and claims carry payloads
+            base.add(sid, "faithfulness", Score(
+                value=round((k * 37 % 11) / 10, 2), reason=BREAKOUT if hostile else None,
+                details=HOSTILE_DETAILS if hostile else None,
+            ))  # fmt: skip
             if sid == "q005":
                 base.add(sid, "recall@5", Score.fail("timeout", "the judge did not answer"))
             elif sid == "q006":
@@ -63,6 +87,19 @@ def _evaluations() -> tuple[Evaluation, Evaluation]:
         cand.add(sid, "faithfulness", Score(value=round(min(1.0, (k * 37 % 11) / 10 + 0.2), 2)))
         cand.add(sid, "recall@5", Score(value=[1.0, 0.5, 0.5][k % 3]))
     return base, cand
+
+
+def sample_record_of(sample_id: str) -> dict[str, Any]:
+    """The kept record of a sample of the base run: script payloads in every text field."""
+    return {
+        "question": f"{HOSTILE[0]} question of {sample_id}",
+        "answer": HANDLER,
+        "reference": BREAKOUT,
+        "contexts": [
+            {"id": HOSTILE_ID, "text": f"first context {HOSTILE[2]}"},
+            {"id": "c2", "text": HOSTILE[3]},
+        ],
+    }
 
 
 def build_store(path: Path | str) -> StoreFixture:
@@ -76,6 +113,7 @@ def build_store(path: Path | str) -> StoreFixture:
             base, "eval", source, config, "a1b2c3d4e5f6", run_id="0190base0001", timestamp=T0,
             metadata={"who": HOSTILE_ID},
         ).model_copy(update={"branch": "main"})  # fmt: skip
+        store.add_run_samples(a.run_id, [(sid, sample_record_of(sid)) for sid in base.sample_ids])
         store.add_run(a, cells_of(base))
         b = run_record(
             cand, "eval", source, config, "f6e5d4c3b2a1", run_id="0190cand0002",
@@ -97,7 +135,11 @@ def build_store(path: Path | str) -> StoreFixture:
             evil,
             [
                 (HOSTILE_ID, EVIL_METRIC, ScoreCell(value=0.5)),
-                (HANDLER, EVIL_METRIC, ScoreCell(failure=BREAKOUT)),
+                (
+                    HANDLER,
+                    EVIL_METRIC,
+                    ScoreCell(failure=BREAKOUT, reason=HANDLER, details=HOSTILE_DETAILS),
+                ),
             ],
         )
         for i in range(400):

@@ -82,8 +82,9 @@ def test_a_run_and_its_cells_round_trip_through_the_store(tmp_path: Path) -> Non
         assert back.metadata["warnings"][-1] == "… 30 more"
         cells = store.run_cells(run.run_id)
     assert sorted(cells) == sorted(cells_of(ev))
-    assert ("s002", "faithfulness", ScoreCell(failure="timeout")) in cells
-    assert ("s003", "mrr", ScoreCell(skipped=True)) in cells
+    # since store schema 3 a failed cell keeps the failure's message as its reason
+    assert ("s002", "faithfulness", ScoreCell(failure="timeout", reason="slow")) in cells
+    assert ("s003", "mrr", ScoreCell(skipped=True, reason="no relevant document")) in cells
 
 
 def test_the_run_id_is_the_one_promised_in_the_metadata_and_never_recorded_there() -> None:

@@ -260,6 +260,7 @@ def test_hostile_pages_run_no_script(page: Page, signed_in: str, made: StoreFixt
         ("/run", {"id": made.runs[2]}),
         ("/sample", {"run": made.runs[2], "id": HOSTILE[5]}),
         ("/sample", {"run": made.runs[1], "id": HOSTILE_ID}),
+        ("/sample", {"run": made.runs[0], "id": HOSTILE_ID}),  # kept texts, reasons, claims
         ("/production", {"days": "0"}),
         ("/", {"source": f"evals/{HOSTILE[5]}.jsonl"}),
     ):

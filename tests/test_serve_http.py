@@ -73,6 +73,7 @@ def _pages(made: StoreFixture) -> list[str]:
         q("/run", id=evil),
         q("/run", id=evil, sort=EVIL_METRIC, status="failed"),
         q("/sample", run=cand, id=HOSTILE_ID),
+        q("/sample", run=base, id=HOSTILE_ID),  # kept texts, reasons and claims (schema 3)
         q("/sample", run=evil, id=HOSTILE[5]),
         "/compare",
         q("/compare", a=base, b=cand),

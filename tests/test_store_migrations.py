@@ -131,7 +131,8 @@ def test_a_schema_1_file_is_upgraded_and_reads_back(tmp_path: Path) -> None:
         store.add_run(RunRecord(run_id="new", timestamp=2e9, command="eval", branch="main"))
         assert store.run("new").branch == "main"
     with sqlite3.connect(path) as raw:
-        assert raw.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("2",)
+        version = raw.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        assert version == (str(SCHEMA_VERSION),)  # 1 -> the current version, every step
         indexes = {r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE type='index'")}
         plan = raw.execute(
             "EXPLAIN QUERY PLAN SELECT run_id FROM runs WHERE branch = 'main' ORDER BY ts"
@@ -245,7 +246,8 @@ def test_a_schema_1_database_is_upgraded_and_reads_back(postgres_url: str) -> No
     import psycopg
 
     with psycopg.connect(postgres_url) as raw:
-        assert raw.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("2",)
+        version = raw.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        assert version == (str(SCHEMA_VERSION),)  # 1 -> the current version, every step
         names = {r[0] for r in raw.execute("SELECT indexname FROM pg_indexes").fetchall()}
     assert {"runs_branch_ts", "runs_source_ts"} <= names
 

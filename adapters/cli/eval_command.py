@@ -392,7 +392,7 @@ def finish(
     if getattr(args, "history", None) and (streamed is None or cells is not None):
         code = recording.record_history(
             args, evaluation, command=command, code=code, n_samples=n_samples,
-            tally=streamed, cells=cells,
+            tally=streamed, cells=cells, samples=samples,
         )  # fmt: skip
     return code
 

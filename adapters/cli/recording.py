@@ -13,6 +13,7 @@ the recorded runs over the same input, then this one, become the report's trend 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ragbridge.adapters.cli import console, history_command
@@ -24,6 +25,7 @@ if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds the parsers 
     from ragbridge.core.monitoring.history import RunCellWriter
     from ragbridge.core.results.evaluation import Evaluation
     from ragbridge.core.results.tally import Tally
+    from ragbridge.core.sample import Sample
 
 __all__ = ["history_config", "history_metadata", "record_history", "report_history", "source_of"]
 
@@ -78,8 +80,14 @@ def record_history(
     n_samples: int,
     tally: Tally | None,
     cells: RunCellWriter | None,
+    samples: Callable[[], Iterable[Any]] | None = None,
 ) -> int:
-    """Record the finished run; a store that cannot take it is an error line (exit 2)."""
+    """Record the finished run; a store that cannot take it is an error line (exit 2).
+
+    ``samples`` (read again, as ``--report`` does, so a streamed run holds none) are kept
+    beside the cells for ``ragbridge serve``'s sample page; records that are not `Sample`s
+    are left out.
+    """
     import sqlite3
 
     from ragbridge.core.monitoring.history import git_commit, record_run, run_record
@@ -92,17 +100,24 @@ def record_history(
         "metadata": _history_metadata(code, n_samples),
     }
     try:
+        kept = None if samples is None else _only_samples(samples())
         if cells is not None:
-            run = cells.finish(run_record(evaluation, tally=tally, **options))
+            run = cells.finish(run_record(evaluation, tally=tally, **options), kept)
         else:
             with history_command.open_store(args.history) as store:
-                run = record_run(store, evaluation, **options)
+                run = record_run(store, evaluation, samples=kept, **options)
     except (OSError, ValueError, sqlite3.Error) as exc:
         where = history_command.store_name(args.history)
         console.error(f"--history {where}: the run was not recorded: {exc}")
         return code if code == EXIT_ABORTED else write_failure_code(evaluation)
     console.say(f"recorded run {run.run_id} in {history_command.store_name(args.history)}")
     return code
+
+
+def _only_samples(records: Iterable[Any]) -> Iterator[Sample]:
+    from ragbridge.core.sample import Sample
+
+    return (record for record in records if isinstance(record, Sample))
 
 
 def history_metadata(args: argparse.Namespace) -> dict[str, Any]:

@@ -296,7 +296,10 @@ def create_app(
         table = view.table(request.query_params.get("run", ""))
         before = view.previous(table.run)
         previous = view.table(before.run_id) if before is not None else None
-        return sample_detail(table, request.query_params.get("id", ""), previous)
+        sample_id = request.query_params.get("id", "")
+        table.row(sample_id)  # an unknown sample is a 404 before the store is asked
+        record = view.sample_record(table.run.run_id, sample_id)
+        return sample_detail(table, sample_id, previous, record)
 
     def compare_page(request: Request) -> Response:
         runs = view.runs()

@@ -21,7 +21,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -79,6 +79,8 @@ class RunTable:
     """The failure kind of each failed cell."""
     folded: list[str]
     """``ids`` case-folded, for the search box."""
+    notes: dict[tuple[int, int], tuple[str | None, Any]] = field(default_factory=dict)
+    """The judge's reason and details of each cell that kept one (store schema 3)."""
 
     def row(self, sample_id: str) -> int:
         lo, hi = 0, len(self.ids)
@@ -142,8 +144,12 @@ def table_of(run: RunRecord, cells: list[tuple[str, str, Any]]) -> RunTable:
     values = np.full((len(ids), len(metrics)), np.nan)
     status = np.full((len(ids), len(metrics)), ABSENT, dtype=np.int8)
     failures: dict[tuple[int, int], str] = {}
+    notes: dict[tuple[int, int], tuple[str | None, Any]] = {}
     for sid, metric, c in cells:
         i, j = row[sid], col[metric]
+        reason, details = getattr(c, "reason", None), getattr(c, "details", None)
+        if reason is not None or details is not None:
+            notes[(i, j)] = (reason, details)
         if c.value is not None:
             values[i, j] = c.value
             status[i, j] = SCORED
@@ -158,7 +164,9 @@ def table_of(run: RunRecord, cells: list[tuple[str, str, Any]]) -> RunTable:
         values, status = values[:, used], status[:, used]
         remap = {old: new for new, old in enumerate(used)}
         failures = {(i, remap[j]): k for (i, j), k in failures.items()}
-    return RunTable(run, ids, metrics, values, status, failures, [s.casefold() for s in ids])
+        notes = {(i, remap[j]): n for (i, j), n in notes.items()}
+    folded = [s.casefold() for s in ids]
+    return RunTable(run, ids, metrics, values, status, failures, folded, notes)
 
 
 @dataclass(frozen=True)
@@ -228,10 +236,15 @@ def query_table(table: RunTable, query: TableQuery) -> dict[str, Any]:
 
 
 def sample_detail(
-    table: RunTable, sample_id: str, previous: RunTable | None = None
+    table: RunTable,
+    sample_id: str,
+    previous: RunTable | None = None,
+    record: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Every stored cell of one sample, what the run kept about each metric (provider, mean),
-    and the sample's cell in ``previous`` (the run before, on the same input) when given."""
+    """Every stored cell of one sample with the judge's reason and details (claims, verdicts)
+    when kept, what the run kept about each metric (provider, mean), the sample's cell in
+    ``previous`` (the run before, on the same input) when given, and ``record`` (the sample's
+    question, answer, reference and contexts as the store kept them) when there is one."""
     i = table.row(sample_id)
     k: int | None = None
     if previous is not None:
@@ -246,9 +259,12 @@ def sample_detail(
         before = None
         if previous is not None and k is not None and metric in previous.metrics:
             before = previous.cell(k, previous.metrics.index(metric))
+        reason, details = table.notes.get((i, j), (None, None))
         cells.append(
             {
                 "metric": metric,
+                "reason": reason,
+                "details": details,
                 "status": ("scored", "failed", "skipped", "absent")[code],
                 "value": float(table.values[i, j]) if code == SCORED else None,
                 "failure": table.failures.get((i, j)),
@@ -261,6 +277,7 @@ def sample_detail(
         "run": table.run.run_id,
         "id": sample_id,
         "previous_run": None if previous is None or k is None else previous.run.run_id,
+        "sample": record,
         "cells": cells,
     }
 
@@ -403,6 +420,11 @@ class StoreView:
             run.run_id, lambda: table_of(run, self.store.run_cells(run.run_id))
         )
         return made
+
+    def sample_record(self, run_id: str, sample_id: str) -> dict[str, Any] | None:
+        """The sample's question, answer, reference and contexts as the store kept them; None
+        when it kept none (runs recorded before store schema 3, or without their samples)."""
+        return self.store.run_sample(run_id, sample_id)
 
     # two runs
 

@@ -306,6 +306,56 @@ def _previous_cell(cell: float | str | None) -> str:
     return f'<td class="num previous">{esc(cell or "—")}</td>'
 
 
+def _sample_texts(record: Mapping[str, Any] | None) -> list[str]:
+    """The sample as the store kept it: question, answer, reference, then its contexts."""
+    if record is None:
+        return [
+            '<p class="muted" id="no-texts">The store kept no texts for this sample (a run '
+            "recorded before store schema 3, or without its samples); they stay in the run's "
+            "results file.</p>"
+        ]
+    out = ['<dl class="meta" id="sample-texts">']
+    for name, label in (("question", "Question"), ("answer", "Answer"), ("reference", "Reference")):
+        value = record.get(name)
+        shown = "—" if value is None else str(value)
+        out.append(f'<dt>{label}</dt><dd><pre class="text" id="{name}">{esc(shown)}</pre></dd>')
+    out.append("</dl>")
+    contexts = record.get("contexts") or []
+    out.append(f'<h2 id="contexts-head">Contexts ({len(contexts)})</h2>')
+    if record.get("cut"):
+        total = record.get("contexts_total")
+        more = f" of {esc(str(total))}" if total else ""
+        out.append(
+            f'<p class="muted" id="cut">Cut to keep the store small: the first {len(contexts)}'
+            f"{more} contexts, each text at most 2,000 characters.</p>"
+        )
+    out.append('<ol id="contexts">')
+    for c in contexts:
+        cid = c.get("id") if isinstance(c, Mapping) else None
+        text = c.get("text") if isinstance(c, Mapping) else c
+        head = f'<span class="context-id">{esc(str(cid))}</span>' if cid is not None else ""
+        out.append(f'<li>{head}<pre class="text">{esc(str(text))}</pre></li>')
+    out.append("</ol>")
+    return out
+
+
+def _explanations(cells: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each metric's reason and details (claims, verdicts) as the store kept them."""
+    kept = [c for c in cells if c.get("reason") is not None or c.get("details") is not None]
+    if not kept:
+        return []
+    out = ['<h2 id="explanations">Reasons and claims</h2>']
+    for c in kept:
+        out.append(f'<section class="explanation" data-metric="{esc(c["metric"])}">')
+        out.append(f"<h3>{esc(c['metric'])}</h3>")
+        if c.get("reason") is not None:
+            out.append(f'<p class="reason">{esc(str(c["reason"]))}</p>')
+        if c.get("details") is not None:
+            out.append(f'<pre class="text details">{esc(_json(c["details"]))}</pre>')
+        out.append("</section>")
+    return out
+
+
 def sample_body(run: RunRecord, detail: Mapping[str, Any]) -> list[str]:
     back = url("/run", id=run.run_id)
     out = [
@@ -314,9 +364,8 @@ def sample_body(run: RunRecord, detail: Mapping[str, Any]) -> list[str]:
         f'<dt>Sample</dt><dd id="sample-id">{esc(detail["id"])}</dd>'
         f"<dt>Run</dt><dd>{esc(run.run_id)}</dd><dt>Input</dt><dd>{esc(run.source or '—')}</dd>"
         "</dl>",
-        '<p class="muted">The store keeps each cell\'s value, or its failure kind, or that it '
-        "was skipped; the texts (question, contexts, claims, judge's reasons) stay in the "
-        "run's results file.</p>",
+        *_sample_texts(detail.get("sample")),
+        '<h2 id="scores">Scores</h2>',
         '<table id="cells"><thead><tr><th>Metric</th><th>Outcome</th><th class="num">Value</th>'
         '<th>Failure</th><th>Provider</th><th class="num">Run mean</th>'
         f"{_previous_head(detail)}</tr></thead><tbody>",
@@ -332,6 +381,7 @@ def sample_body(run: RunRecord, detail: Mapping[str, Any]) -> list[str]:
             + "</tr>"
         )
     out.append("</tbody></table>")
+    out.extend(_explanations(detail["cells"]))
     return out
 
 

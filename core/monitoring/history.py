@@ -47,11 +47,13 @@ from typing_extensions import Self
 
 from ..results.stats import paired_permutation_test
 from .records import RunRecord, ScoreCell
+from .sample_records import MAX_TEXT_CHARS, brief, sample_record
 from .store_api import ResultsStore
 
 if TYPE_CHECKING:
     from ..results.evaluation import Evaluation, Score
     from ..results.tally import Tally
+    from ..sample import Sample
 
 __all__ = [
     "BRANCH_VARIABLES",
@@ -61,6 +63,7 @@ __all__ = [
     "HistoryRow",
     "MetricPoint",
     "RunCellWriter",
+    "add_samples",
     "brief",
     "cell_of",
     "cells_of",
@@ -102,35 +105,27 @@ def new_run_id(now: float | None = None) -> str:
 
 
 def cell_of(score: Score) -> ScoreCell:
-    """A `Score` as the store keeps it: the value, or the failure kind, or skipped."""
+    """A `Score` as the store keeps it: the value, or the failure kind, or skipped, with the
+    reason and details (claims, verdicts) that explain it."""
     failure = score.failure.kind.value if score.failure is not None else None
-    return ScoreCell(value=score.value, failure=failure, skipped=score.status == "skipped")
+    reason = score.reason
+    if reason is None and score.failure is not None:
+        reason = score.failure.message or None
+    if reason is not None and len(reason) > MAX_TEXT_CHARS:
+        reason = reason[: MAX_TEXT_CHARS - 1] + "…"
+    return ScoreCell(
+        value=score.value,
+        failure=failure,
+        skipped=score.status == "skipped",
+        reason=reason,
+        details=score.details,
+    )
 
 
 def cells_of(evaluation: Evaluation) -> Iterator[tuple[str, str, ScoreCell]]:
     """The ``(sample_id, metric, cell)`` cells of an evaluation, in its order."""
     for sample_id, metric, score in evaluation:
         yield sample_id, metric, cell_of(score)
-
-
-def brief(value: Any, *, items: int = 20, chars: int = 500) -> Any:
-    """``value`` with its bulky parts cut: lists past ``items`` entries and strings past ``chars``
-    characters are shortened, saying how much was left out (a run's metadata can hold every
-    flipped sample id or warning; the history needs the gist)."""
-    if isinstance(value, Mapping):
-        return {str(k): brief(v, items=items, chars=chars) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        head = [brief(v, items=items, chars=chars) for v in value[:items]]
-        if len(value) > items:
-            head.append(f"… {len(value) - items} more")
-        return head
-    if isinstance(value, str) and len(value) > chars:
-        return value[: chars - 1] + "…"
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    return str(value)
 
 
 def _summary(
@@ -199,11 +194,16 @@ def record_run(
     source: str | None = None,
     config: Mapping[str, Any] | None = None,
     commit: str | None = None,
+    *,
+    samples: Iterable[Sample] | None = None,
     **options: Any,
 ) -> RunRecord:
     """Record ``evaluation`` (summary and every cell) in ``store``; return its `RunRecord`.
 
-    ``options`` are `run_record`'s. An evaluation that kept no cells (``evaluate(...,
+    ``samples``, when given, are kept beside the cells (`sample_record`: question, answer,
+    reference, contexts, cut short), so ``ragbridge serve`` can show what was scored; they are
+    written before the run's row, as streamed cells are, so a reader never sees a run without
+    them. ``options`` are `run_record`'s. An evaluation that kept no cells (``evaluate(...,
     keep=False)``) is refused: its cells went elsewhere, stream them with `RunCellWriter`.
     """
     if evaluation.metadata.get("cells_kept") is False:
@@ -211,8 +211,42 @@ def record_run(
             "the evaluation kept no cells (keep=False); record a streamed run with RunCellWriter"
         )
     run = run_record(evaluation, command, source, config, commit, **options)
-    store.add_run(run, cells_of(evaluation))
+    if samples is not None:
+        if _recorded(store, run.run_id):  # as add_run says it, before any sample is written
+            raise ValueError(f"run {run.run_id!r} is already recorded in {store.location}")
+        try:
+            add_samples(store, run.run_id, samples)
+            store.add_run(run, cells_of(evaluation))
+        except BaseException:
+            if not _recorded(store, run.run_id):  # never touch a run recorded before
+                store.delete_run_cells(run.run_id)  # the samples of a run that was not recorded
+            raise
+    else:
+        store.add_run(run, cells_of(evaluation))
     return run
+
+
+def _recorded(store: ResultsStore, run_id: str) -> bool:
+    try:
+        return store.run(run_id).run_id == run_id
+    except KeyError:
+        return False
+
+
+def add_samples(store: ResultsStore, run_id: str, samples: Iterable[Sample]) -> int:
+    """Write the records of ``samples`` for ``run_id`` in batches (one transaction each, at most
+    one batch held, so a 100k-sample run stays flat in memory); return how many."""
+    batch: list[tuple[str, dict[str, Any]]] = []
+    count = 0
+    for sample in samples:
+        batch.append((sample.id, sample_record(sample)))
+        count += 1
+        if len(batch) >= _BATCH:
+            store.add_run_samples(run_id, batch)
+            batch = []
+    if batch:
+        store.add_run_samples(run_id, batch)
+    return count
 
 
 class RunCellWriter:
@@ -250,11 +284,14 @@ class RunCellWriter:
             self.store.add_run_cells(self.run_id, self._pending)
             self._pending.clear()
 
-    def finish(self, run: RunRecord) -> RunRecord:
-        """Write the last cells and the run's row (its id must be this writer's)."""
+    def finish(self, run: RunRecord, samples: Iterable[Sample] | None = None) -> RunRecord:
+        """Write the last cells, the records of ``samples`` when given (`add_samples`), and
+        the run's row (its id must be this writer's)."""
         if run.run_id != self.run_id:
             raise ValueError(f"the writer streams run {self.run_id}, not {run.run_id}")
         self.flush()
+        if samples is not None:
+            add_samples(self.store, self.run_id, samples)
         self.store.add_run(run)
         self.finished = True
         self._closed = True

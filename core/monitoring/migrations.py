@@ -53,6 +53,25 @@ STEPS: tuple[Step, ...] = (
         sqlite=("ALTER TABLE runs ADD COLUMN branch TEXT", *_INDEXES_2),
         postgres=("ALTER TABLE runs ADD COLUMN IF NOT EXISTS branch TEXT", *_INDEXES_2),
     ),
+    Step(
+        version=3,
+        why="a sample's details in ``ragbridge serve``: each cell keeps the judge's reason and "
+        "its details (claims, verdicts) as JSON, and ``run_samples`` keeps each sample's "
+        "question, answer, reference and contexts as compact JSON (cut: `sample_record`)",
+        sqlite=(
+            "ALTER TABLE run_scores ADD COLUMN reason TEXT",
+            "ALTER TABLE run_scores ADD COLUMN details TEXT",
+            "CREATE TABLE IF NOT EXISTS run_samples (run_id TEXT NOT NULL, "
+            "sample_id TEXT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (run_id, sample_id))",
+        ),
+        postgres=(
+            "ALTER TABLE run_scores ADD COLUMN IF NOT EXISTS reason TEXT",
+            "ALTER TABLE run_scores ADD COLUMN IF NOT EXISTS details TEXT",
+            'CREATE TABLE IF NOT EXISTS run_samples (run_id TEXT COLLATE "C" NOT NULL, '
+            'sample_id TEXT COLLATE "C" NOT NULL, record TEXT NOT NULL, '
+            "PRIMARY KEY (run_id, sample_id))",
+        ),
+    ),
 )
 """Every step, oldest first; a new one is appended with the next version, never edited."""
 

@@ -27,6 +27,10 @@ class ScoreCell(BaseModel):
     failure: str | None = None
     """The failure kind (``judge_error``, ``timeout``, ...) when the metric failed."""
     skipped: bool = False
+    reason: str | None = None
+    """The judge's reason (or the failure's or skip's message), when the store kept one."""
+    details: list[dict[str, Any]] | dict[str, Any] | None = None
+    """The metric's details as the Score held them (claims, verdicts), when kept (schema 3)."""
 
 
 class RequestRecord(BaseModel):

@@ -28,6 +28,7 @@ from typing_extensions import Self
 
 from .migrations import SCHEMA_VERSION, newer_schema, steps_after
 from .records import RequestRecord, RunRecord, ScoreCell
+from .sample_records import decode_details, decode_record, encode_details, encode_record
 
 __all__ = ["SCHEMA_V1", "SCHEMA_VERSION", "MonitorStore", "StoreError"]
 
@@ -328,13 +329,7 @@ class MonitorStore:
                 f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 run_row(run),
             )
-            self._conn.executemany(
-                "INSERT INTO run_scores VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    (run.run_id, sample_id, metric, c.value, c.failure, int(c.skipped))
-                    for sample_id, metric, c in cells
-                ],
-            )
+            self._put_cells(run.run_id, cells)
 
     def add_run_cells(self, run_id: str, cells: Iterable[tuple[str, str, ScoreCell]]) -> None:
         """Append cells of a run in one transaction, before or after its row is added.
@@ -344,18 +339,44 @@ class MonitorStore:
         never see half a run.
         """
         with self._write():
-            self._conn.executemany(
-                "INSERT INTO run_scores VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    (run_id, sample_id, metric, c.value, c.failure, int(c.skipped))
-                    for sample_id, metric, c in cells
-                ],
-            )
+            self._put_cells(run_id, cells)
+
+    def _put_cells(self, run_id: str, cells: Iterable[tuple[str, str, ScoreCell]]) -> None:
+        """Insert cells; those without a reason or details as schema 2 did (six columns): a
+        row that ends before its NULL columns is smaller, and a 100k-cell write was ~25%
+        slower writing the two NULLs (benchmarks/store_throughput.py's write pattern)."""
+        plain: list[tuple[Any, ...]] = []
+        explained: list[tuple[Any, ...]] = []
+        for sample_id, metric, c in cells:
+            if c.reason is None and c.details is None:
+                plain.append((run_id, sample_id, metric, c.value, c.failure, int(c.skipped)))
+            else:
+                explained.extend(cell_rows(run_id, [(sample_id, metric, c)]))
+        self._conn.executemany(_PLAIN_CELL_INSERT, plain)
+        if explained:
+            self._conn.executemany(_CELL_INSERT, explained)
 
     def delete_run_cells(self, run_id: str) -> None:
-        """Delete the cells of a run that will not be recorded (an interrupted stream)."""
+        """Delete the cells (and kept samples) of a run that will not be recorded (an
+        interrupted stream)."""
         with self._write():
             self._conn.execute("DELETE FROM run_scores WHERE run_id = ?", (run_id,))
+            self._conn.execute("DELETE FROM run_samples WHERE run_id = ?", (run_id,))
+
+    def add_run_samples(self, run_id: str, rows: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        """Keep ``(sample_id, record)`` rows of a run in one transaction (`ResultsStore`)."""
+        with self._write():
+            self._conn.executemany(
+                "INSERT INTO run_samples VALUES (?, ?, ?)",
+                [(run_id, sample_id, encode_record(record)) for sample_id, record in rows],
+            )
+
+    def run_sample(self, run_id: str, sample_id: str) -> dict[str, Any] | None:
+        """The kept record of one sample of a run; None when none was kept."""
+        rows = self._read(
+            "SELECT record FROM run_samples WHERE run_id = ? AND sample_id = ?", (run_id, sample_id)
+        )
+        return decode_record(rows[0][0]) if rows else None
 
     def runs(
         self, *, command: str | None = None, source: str | None = None, limit: int | None = None
@@ -384,11 +405,58 @@ class MonitorStore:
     def run_cells(self, run_id: str) -> list[tuple[str, str, ScoreCell]]:
         """The ``(sample_id, metric, cell)`` cells of a recorded run, in sample, metric order."""
         rows = self._read(
-            "SELECT sample_id, metric, value, failure, skipped FROM run_scores "
-            "WHERE run_id = ? ORDER BY sample_id, metric",
+            f"SELECT {CELL_COLUMNS} FROM run_scores WHERE run_id = ? ORDER BY sample_id, metric",
             (run_id,),
         )
-        return [(s, m, ScoreCell(value=v, failure=f, skipped=bool(k))) for s, m, v, f, k in rows]
+        return cells_of_rows(rows)
+
+
+CELL_COLUMNS = "sample_id, metric, value, failure, skipped, reason, details"
+"""The columns of a run's cell as `cell_of_row` reads them."""
+
+_PLAIN_CELL_INSERT = (
+    "INSERT INTO run_scores (run_id, sample_id, metric, value, failure, skipped) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
+)
+_CELL_INSERT = (
+    "INSERT INTO run_scores (run_id, sample_id, metric, value, failure, skipped, reason, details) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def cell_rows(
+    run_id: str, cells: Iterable[tuple[str, str, ScoreCell]]
+) -> Iterator[tuple[Any, ...]]:
+    """Cells as ``run_scores`` rows (run_id, then `CELL_COLUMNS`), shared with the other
+    backends: the details as JSON text (`encode_details`)."""
+    for sample_id, metric, c in cells:
+        details = c.details
+        yield (
+            run_id, sample_id, metric, c.value, c.failure, int(c.skipped), c.reason,
+            None if details is None else encode_details(details),
+        )  # fmt: skip
+
+
+def cells_of_rows(rows: Iterable[Sequence[Any]]) -> list[tuple[str, str, ScoreCell]]:
+    """`cell_of_row` of each row; a run's cells mostly keep no reason nor details, so those
+    are read without the second look (a 100k-cell run is read at the schema-2 speed)."""
+    return [
+        (s, m, ScoreCell(value=v, failure=f, skipped=bool(k)))
+        if r is None and d is None
+        else cell_of_row((s, m, v, f, k, r, d))
+        for s, m, v, f, k, r, d in rows
+    ]
+
+
+def cell_of_row(row: Sequence[Any]) -> tuple[str, str, ScoreCell]:
+    """The ``(sample_id, metric, cell)`` of a row in `CELL_COLUMNS` order."""
+    sample_id, metric, value, failure, skipped, reason, details = row
+    if reason is None and details is None:  # most cells: validate only what is there
+        return sample_id, metric, ScoreCell(value=value, failure=failure, skipped=bool(skipped))
+    return sample_id, metric, ScoreCell(
+        value=value, failure=failure, skipped=bool(skipped), reason=reason,
+        details=decode_details(details),
+    )  # fmt: skip
 
 
 def run_row(run: RunRecord) -> tuple[Any, ...]:

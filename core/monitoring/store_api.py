@@ -22,7 +22,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from importlib import metadata
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from typing_extensions import Self
 
@@ -84,6 +84,15 @@ class ResultsStore(Protocol):
     def run(self, run_id: str) -> RunRecord: ...
 
     def run_cells(self, run_id: str) -> list[tuple[str, str, ScoreCell]]: ...
+
+    def add_run_samples(self, run_id: str, rows: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        """Keep ``(sample_id, record)`` rows of a run (`sample_records.sample_record`) in one
+        transaction; like streamed cells, before the run's row is added."""
+        ...
+
+    def run_sample(self, run_id: str, sample_id: str) -> dict[str, Any] | None:
+        """The kept record of one sample of a run; None when none was kept."""
+        ...
 
     def close(self) -> None: ...
 
