@@ -497,6 +497,7 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             with server._lock:
                 server.in_flight += 1
                 server.max_in_flight = max(server.max_in_flight, server.in_flight)
+            self._counted = True
             try:
                 if server.delay:
                     time.sleep(server.delay)
@@ -505,6 +506,15 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                     with server._lock:
                         server.admitted.append((arrival, tokens, time.monotonic()))
             finally:
+                self._leave()
+
+        def _leave(self) -> None:
+            """The request is no longer in flight: counted down once, *before* its reply is
+            written. Counting down after the write let a loaded machine's client read the reply,
+            free its slot and send the next request before this thread ran again, so two calls
+            a client never overlapped were counted as overlapping (a bound of 8 seen as 9)."""
+            if getattr(self, "_counted", False):
+                self._counted = False
                 with server._lock:
                     server.in_flight -= 1
 
@@ -546,6 +556,7 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self.connection.setsockopt(
                     socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
                 )
+                self._leave()
                 self.connection.close()
                 self.close_connection = True
             elif mode == "garbage":
@@ -564,6 +575,7 @@ def _handler_for(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
         def _send_raw(
             self, status: int, data: bytes, headers: dict[str, str] | None = None
         ) -> None:
+            self._leave()
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
