@@ -31,7 +31,6 @@ from __future__ import annotations
 
 __all__ = ["INSTALL_HINT", "PostgresStore", "PostgresStoreError", "open_postgres_store"]
 
-import json
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -46,12 +45,16 @@ from ragbridge.core.monitoring.records import RequestRecord, RunRecord, ScoreCel
 from ragbridge.core.monitoring.sample_records import decode_record, encode_record
 from ragbridge.core.monitoring.store import (
     CELL_COLUMNS,
+    REQUEST_COLUMNS,
     StoreError,
     cell_rows,
     cells_of_rows,
     pick_run_id,
+    request_of,
+    request_row,
     run_of,
     run_row,
+    where_clause,
 )
 
 INSTALL_HINT = install_hint("postgres")
@@ -119,11 +122,6 @@ CREATE TABLE IF NOT EXISTS run_scores (
 """
 """The SQLite store's schema-1 tables in PostgreSQL's words; the migration steps follow."""
 
-_REQUEST_COLUMNS = (
-    "request_id", "ts", "pipeline", "question", "retrieval_ms", "generation_ms",
-    "chunks_retrieved", "chunks_used", "retrieval_miss", "answer_chars", "abstained",
-    "sampled", "error", "feedback", "attributes",
-)  # fmt: skip
 _RUN_COLUMNS = "run_id, ts, command, source, git_commit, config, summary, metadata, branch"
 _CELL_COPY = (
     "COPY run_scores (run_id, sample_id, metric, value, failure, skipped, reason, details) "
@@ -138,14 +136,6 @@ class PostgresStoreError(OSError):
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0].strip() if text else type(exc).__name__
-
-
-def _flag(value: bool | None) -> int | None:
-    return None if value is None else int(value)
-
-
-def _bool(value: Any) -> bool | None:
-    return None if value is None else bool(value)
 
 
 class PostgresStore:
@@ -282,18 +272,12 @@ class PostgresStore:
 
     def add_request(self, record: RequestRecord) -> None:
         """Insert or replace a request (its scores too, when it carries any)."""
-        row = (
-            record.request_id, record.timestamp, record.pipeline, record.question,
-            record.retrieval_ms, record.generation_ms, record.chunks_retrieved,
-            record.chunks_used, _flag(record.retrieval_miss), record.answer_chars,
-            _flag(record.abstained), int(record.sampled), record.error, record.feedback,
-            json.dumps(record.attributes, sort_keys=True, default=str),
-        )  # fmt: skip
-        marks = ", ".join(["%s"] * len(_REQUEST_COLUMNS))
-        updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in _REQUEST_COLUMNS[1:])
+        row = request_row(record)
+        marks = ", ".join(["%s"] * len(REQUEST_COLUMNS))
+        updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in REQUEST_COLUMNS[1:])
         with self._write() as cursor:
             cursor.execute(
-                f"INSERT INTO requests ({', '.join(_REQUEST_COLUMNS)}) VALUES ({marks}) "  # type: ignore[arg-type]
+                f"INSERT INTO requests ({', '.join(REQUEST_COLUMNS)}) VALUES ({marks}) "  # type: ignore[arg-type]
                 f"ON CONFLICT (request_id) DO UPDATE SET {updates}",
                 row,
             )
@@ -344,37 +328,16 @@ class PostgresStore:
         limit: int | None = None,
     ) -> list[RequestRecord]:
         """Requests in time order (``since`` <= ts < ``until``), each with its scores."""
-        where, params = _where(("ts >= %s", since), ("ts < %s", until), ("pipeline = %s", pipeline))
-        sql = f"SELECT {', '.join(_REQUEST_COLUMNS)} FROM requests WHERE {where}"
+        where, params = where_clause(
+            ("ts >= %s", since), ("ts < %s", until), ("pipeline = %s", pipeline)
+        )
+        sql = f"SELECT {', '.join(REQUEST_COLUMNS)} FROM requests WHERE {where}"
         sql += " ORDER BY ts, request_id"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         rows = self._read(sql, params)
         scores = self._scores_of([r[0] for r in rows])
-        out = []
-        for r in rows:
-            data = dict(zip(_REQUEST_COLUMNS, r, strict=True))
-            out.append(
-                RequestRecord(
-                    request_id=data["request_id"],
-                    timestamp=data["ts"],
-                    pipeline=data["pipeline"],
-                    question=data["question"],
-                    retrieval_ms=data["retrieval_ms"],
-                    generation_ms=data["generation_ms"],
-                    chunks_retrieved=data["chunks_retrieved"],
-                    chunks_used=data["chunks_used"],
-                    retrieval_miss=_bool(data["retrieval_miss"]),
-                    answer_chars=data["answer_chars"],
-                    abstained=_bool(data["abstained"]),
-                    sampled=bool(data["sampled"]),
-                    error=data["error"],
-                    feedback=data["feedback"],
-                    attributes=json.loads(data["attributes"]),
-                    scores=scores.get(data["request_id"], {}),
-                )
-            )
-        return out
+        return [request_of(r, scores.get(r[0], {})) for r in rows]
 
     def _scores_of(self, ids: list[str]) -> dict[str, dict[str, ScoreCell]]:
         out: dict[str, dict[str, ScoreCell]] = {}
@@ -450,7 +413,7 @@ class PostgresStore:
         self, *, command: str | None = None, source: str | None = None, limit: int | None = None
     ) -> list[RunRecord]:
         """Recorded runs, oldest first (the last ``limit`` when given)."""
-        where, params = _where(("command = %s", command), ("source = %s", source))
+        where, params = where_clause(("command = %s", command), ("source = %s", source))
         sql = f"SELECT {_RUN_COLUMNS} FROM runs WHERE {where} ORDER BY ts DESC, run_id DESC"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
@@ -475,13 +438,6 @@ class PostgresStore:
             (run_id,),
         )
         return cells_of_rows(rows)
-
-
-def _where(*conditions: tuple[str, Any]) -> tuple[str, list[Any]]:
-    """A WHERE clause of the given (not None) ``(condition, value)`` pairs, with parameters."""
-    given = [(condition, value) for condition, value in conditions if value is not None]
-    clause = " AND ".join(["TRUE", *(condition for condition, _ in given)])
-    return clause, [value for _, value in given]
 
 
 def open_postgres_store(url: str) -> PostgresStore:

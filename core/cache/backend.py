@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from typing_extensions import Self, Unpack
 
+from ..url_plugins import redact_url
+
 if TYPE_CHECKING:
     from .stored import CachedReply, CacheStats, ReplyMeta, Vectors
 
@@ -156,13 +158,3 @@ def unknown_scheme(url: str) -> str | None:
         f"{redact_url(url)}: no cache backend for {scheme}:// (known: {listed}); "
         "give an SQLite path or a URL of a known backend"
     )
-
-
-def redact_url(url: str) -> str:
-    """``url`` without a password, for messages, logs and `CacheBackend.location`.
-
-    Both places a URL can carry one are masked: the user-info part (``//user:secret@host``)
-    and a ``password=`` query parameter (which redis-py, for one, accepts).
-    """
-    url = re.sub(r"//([^/@:]*):[^/?#]*@", r"//\1:***@", url)
-    return re.sub(r"([?&]password=)[^&#]*", r"\1***", url, flags=re.IGNORECASE)

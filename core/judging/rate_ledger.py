@@ -26,15 +26,13 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
-from ..cache.backend import redact_url
+from ..url_plugins import entry_point_for, scheme_of, schemes
 
 if TYPE_CHECKING:
     from .ratelimit import RateLimits
@@ -63,7 +61,6 @@ LEDGER_ENTRY_POINTS = "ragbridge.rate_ledgers"
 """Entry-point group of shared ledgers: name = URL scheme, value = ``open(url, name, limits)``
 (``name``: `ledger_name` of the key; ``limits``: the `RateLimits`, for the window and budgets)."""
 
-_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 State = dict[str, Any]
 """The shared state: ``log`` ([[time, tokens, id], ...] oldest first), learned ``rpm``/``tpm``,
@@ -162,7 +159,7 @@ def ledger_path(rate_key: str, limits: RateLimits) -> Path:
 
 def ledger_schemes() -> list[str]:
     """The URL schemes the installed ``ragbridge.rate_ledgers`` entry points serve, sorted."""
-    return sorted({ep.name.lower() for ep in metadata.entry_points(group=LEDGER_ENTRY_POINTS)})
+    return schemes(LEDGER_ENTRY_POINTS)
 
 
 def open_ledger(rate_key: str, limits: RateLimits) -> RateLedger:
@@ -175,16 +172,8 @@ def open_ledger(rate_key: str, limits: RateLimits) -> RateLedger:
         return MemoryLedger()
     if shared is True:
         return local_ledger(ledger_path(rate_key, limits))
-    match = _URL.match(shared)
-    assert match is not None  # RateLimits checks it
-    scheme = match.group(1).lower()
-    found = {ep.name.lower(): ep for ep in metadata.entry_points(group=LEDGER_ENTRY_POINTS)}
-    if scheme not in found:
-        known = ", ".join(f"{s}://" for s in sorted(found)) or "none installed"
-        raise ValueError(
-            f"rate ledger {redact_url(shared)}: no ledger for {scheme}:// (known: {known})"
-        )
-    ledger: RateLedger = found[scheme].load()(shared, ledger_name(rate_key), limits)
+    opener = entry_point_for(LEDGER_ENTRY_POINTS, shared, label="rate ledger", noun="ledger")
+    ledger: RateLedger = opener(shared, ledger_name(rate_key), limits)
     return ledger
 
 
@@ -196,8 +185,7 @@ def shared_by_cache(limits: RateLimits | None, cache: object) -> RateLimits | No
     stays as given."""
     if limits is None or limits.shared is not True or not isinstance(cache, str):
         return limits
-    match = _URL.match(cache)
-    if match is None or match.group(1).lower() not in ledger_schemes():
+    if scheme_of(cache) not in ledger_schemes():
         return limits
     from dataclasses import replace
 

@@ -30,7 +30,16 @@ from .migrations import SCHEMA_VERSION, newer_schema, steps_after
 from .records import RequestRecord, RunRecord, ScoreCell
 from .sample_records import decode_details, decode_record, encode_details, encode_record
 
-__all__ = ["SCHEMA_V1", "SCHEMA_VERSION", "MonitorStore", "StoreError"]
+__all__ = [
+    "REQUEST_COLUMNS",
+    "SCHEMA_V1",
+    "SCHEMA_VERSION",
+    "MonitorStore",
+    "StoreError",
+    "request_of",
+    "request_row",
+    "where_clause",
+]
 
 SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -106,6 +115,53 @@ def _flag(value: bool | None) -> int | None:
 
 def _bool(value: Any) -> bool | None:
     return None if value is None else bool(value)
+
+
+REQUEST_COLUMNS = _REQUEST_COLUMNS
+"""The ``requests`` table's columns, in the order of `request_row` (both stores)."""
+
+
+def request_row(record: RequestRecord) -> tuple[Any, ...]:
+    """A request as the ``requests`` table keeps it (`REQUEST_COLUMNS` order), in every store."""
+    return (
+        record.request_id, record.timestamp, record.pipeline, record.question,
+        record.retrieval_ms, record.generation_ms, record.chunks_retrieved,
+        record.chunks_used, _flag(record.retrieval_miss), record.answer_chars,
+        _flag(record.abstained), int(record.sampled), record.error, record.feedback,
+        json.dumps(record.attributes, sort_keys=True, default=str),
+    )  # fmt: skip
+
+
+def request_of(row: Sequence[Any], scores: Mapping[str, ScoreCell]) -> RequestRecord:
+    """The request a ``requests`` row (`REQUEST_COLUMNS` order) holds, with its scores."""
+    data = dict(zip(_REQUEST_COLUMNS, row, strict=True))
+    return RequestRecord(
+        request_id=data["request_id"],
+        timestamp=data["ts"],
+        pipeline=data["pipeline"],
+        question=data["question"],
+        retrieval_ms=data["retrieval_ms"],
+        generation_ms=data["generation_ms"],
+        chunks_retrieved=data["chunks_retrieved"],
+        chunks_used=data["chunks_used"],
+        retrieval_miss=_bool(data["retrieval_miss"]),
+        answer_chars=data["answer_chars"],
+        abstained=_bool(data["abstained"]),
+        sampled=bool(data["sampled"]),
+        error=data["error"],
+        feedback=data["feedback"],
+        attributes=json.loads(data["attributes"]),
+        scores=dict(scores),
+    )
+
+
+def where_clause(*conditions: tuple[str, Any]) -> tuple[str, list[Any]]:
+    """A WHERE clause of the ``(condition, value)`` pairs whose value is given (not None), with
+    its parameters: every filter of a listing is optional, and none given means every row. The
+    conditions carry the store's own placeholder (``?`` for SQLite, ``%s`` for psycopg)."""
+    given = [(condition, value) for condition, value in conditions if value is not None]
+    clause = " AND ".join(["1=1", *(condition for condition, _ in given)])
+    return clause, [value for _, value in given]
 
 
 class MonitorStore:
@@ -212,13 +268,7 @@ class MonitorStore:
 
     def add_request(self, record: RequestRecord) -> None:
         """Insert or replace a request (its scores too, when it carries any)."""
-        row = (
-            record.request_id, record.timestamp, record.pipeline, record.question,
-            record.retrieval_ms, record.generation_ms, record.chunks_retrieved,
-            record.chunks_used, _flag(record.retrieval_miss), record.answer_chars,
-            _flag(record.abstained), int(record.sampled), record.error, record.feedback,
-            json.dumps(record.attributes, sort_keys=True, default=str),
-        )  # fmt: skip
+        row = request_row(record)
         marks = ", ".join("?" * len(_REQUEST_COLUMNS))
         with self._write():
             self._conn.execute(
@@ -268,37 +318,16 @@ class MonitorStore:
         limit: int | None = None,
     ) -> list[RequestRecord]:
         """Requests in time order (``since`` <= ts < ``until``), each with its scores."""
-        where, params = _where(("ts >= ?", since), ("ts < ?", until), ("pipeline = ?", pipeline))
+        where, params = where_clause(
+            ("ts >= ?", since), ("ts < ?", until), ("pipeline = ?", pipeline)
+        )
         sql = f"SELECT {', '.join(_REQUEST_COLUMNS)} FROM requests WHERE {where}"
         sql += " ORDER BY ts, request_id"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         rows = self._read(sql, params)
         scores = self._scores_of([r[0] for r in rows])
-        out = []
-        for r in rows:
-            data = dict(zip(_REQUEST_COLUMNS, r, strict=True))
-            out.append(
-                RequestRecord(
-                    request_id=data["request_id"],
-                    timestamp=data["ts"],
-                    pipeline=data["pipeline"],
-                    question=data["question"],
-                    retrieval_ms=data["retrieval_ms"],
-                    generation_ms=data["generation_ms"],
-                    chunks_retrieved=data["chunks_retrieved"],
-                    chunks_used=data["chunks_used"],
-                    retrieval_miss=_bool(data["retrieval_miss"]),
-                    answer_chars=data["answer_chars"],
-                    abstained=_bool(data["abstained"]),
-                    sampled=bool(data["sampled"]),
-                    error=data["error"],
-                    feedback=data["feedback"],
-                    attributes=json.loads(data["attributes"]),
-                    scores=scores.get(data["request_id"], {}),
-                )
-            )
-        return out
+        return [request_of(r, scores.get(r[0], {})) for r in rows]
 
     def _scores_of(self, ids: list[str]) -> dict[str, dict[str, ScoreCell]]:
         out: dict[str, dict[str, ScoreCell]] = {}
@@ -382,7 +411,7 @@ class MonitorStore:
         self, *, command: str | None = None, source: str | None = None, limit: int | None = None
     ) -> list[RunRecord]:
         """Recorded runs, oldest first (the last ``limit`` when given)."""
-        where, params = _where(("command = ?", command), ("source = ?", source))
+        where, params = where_clause(("command = ?", command), ("source = ?", source))
         sql = f"SELECT {_RUN_COLUMNS} FROM runs WHERE {where} ORDER BY ts DESC, run_id DESC"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
@@ -496,11 +525,3 @@ def pick_run_id(prefix: str, matches: Sequence[str], location: str) -> str:
     if len(matches) > 1:
         raise KeyError(f"run id {prefix!r} is ambiguous in {location}")
     return matches[0]
-
-
-def _where(*conditions: tuple[str, Any]) -> tuple[str, list[Any]]:
-    """A WHERE clause of the ``(condition, value)`` pairs whose value is given (not None), with
-    its parameters: every filter of a listing is optional, and none given means every row."""
-    given = [(condition, value) for condition, value in conditions if value is not None]
-    clause = " AND ".join(["1=1", *(condition for condition, _ in given)])
-    return clause, [value for _, value in given]

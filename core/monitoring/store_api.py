@@ -19,14 +19,12 @@ higher schema version) is refused with `StoreError`, never read as if it were ou
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Mapping
-from importlib import metadata
 from typing import Any, Protocol, runtime_checkable
 
 from typing_extensions import Self
 
-from ..cache.backend import redact_url
+from ..url_plugins import entry_point_for, is_url, schemes
 from .records import RequestRecord, RunRecord, ScoreCell
 
 __all__ = [
@@ -39,8 +37,6 @@ __all__ = [
 
 STORE_ENTRY_POINTS = "ragbridge.stores"
 """Entry-point group of networked stores: name = URL scheme, value = ``open(url) -> store``."""
-
-_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
 @runtime_checkable
@@ -103,12 +99,12 @@ class ResultsStore(Protocol):
 
 def is_store_url(spec: str | os.PathLike[str]) -> bool:
     """Whether ``spec`` names a store on a server (``SCHEME://...``) rather than a file."""
-    return isinstance(spec, str) and _URL.match(spec) is not None
+    return is_url(spec)
 
 
 def store_schemes() -> list[str]:
     """The URL schemes the installed ``ragbridge.stores`` entry points serve, sorted."""
-    return sorted({ep.name.lower() for ep in metadata.entry_points(group=STORE_ENTRY_POINTS)})
+    return schemes(STORE_ENTRY_POINTS)
 
 
 def open_store(spec: str | os.PathLike[str] | ResultsStore) -> ResultsStore:
@@ -126,16 +122,12 @@ def open_store(spec: str | os.PathLike[str] | ResultsStore) -> ResultsStore:
 
         return MonitorStore(spec)
     url = str(spec)
-    match = _URL.match(url)
-    assert match is not None  # is_store_url said so
-    scheme = match.group(1).lower()
-    found = {ep.name.lower(): ep for ep in metadata.entry_points(group=STORE_ENTRY_POINTS)}
-    if scheme not in found:
-        listed = ", ".join(f"{name}://" for name in sorted(found)) or "none installed"
-        raise ValueError(
-            f"store {redact_url(url)}: no results store for {scheme}:// (known: {listed}); "
-            "give an SQLite path or a URL of a known store"
-        )
-    opener = found[scheme].load()
+    opener = entry_point_for(
+        STORE_ENTRY_POINTS,
+        url,
+        label="store",
+        noun="results store",
+        hint="; give an SQLite path or a URL of a known store",
+    )
     store: ResultsStore = opener(url)
     return store
