@@ -141,7 +141,7 @@ def table_of(run: RunRecord, cells: list[tuple[str, str, Any]]) -> RunTable:
     metrics = list(dict.fromkeys([*run.summary, *(m for _, m, _ in cells)]))
     row = {sid: i for i, sid in enumerate(ids)}
     col = {m: j for j, m in enumerate(metrics)}
-    values = np.full((len(ids), len(metrics)), np.nan)
+    values = np.zeros((len(ids), len(metrics)))  # read only where status says SCORED
     status = np.full((len(ids), len(metrics)), ABSENT, dtype=np.int8)
     failures: dict[tuple[int, int], str] = {}
     notes: dict[tuple[int, int], tuple[str | None, Any]] = {}
@@ -200,18 +200,19 @@ def query_table(table: RunTable, query: TableQuery) -> dict[str, Any]:
         elif query.status == "scored":
             keep &= np.all(table.status == SCORED, axis=1)
     if query.metric in table.metrics and (query.low is not None or query.high is not None):
-        column = table.values[:, table.metrics.index(query.metric)]
-        with np.errstate(invalid="ignore"):
-            inside = ~np.isnan(column)
-            if query.low is not None:
-                inside &= column >= query.low
-            if query.high is not None:
-                inside &= column <= query.high
+        j = table.metrics.index(query.metric)
+        column = table.values[:, j]
+        inside = table.status[:, j] == SCORED
+        if query.low is not None:
+            inside &= column >= query.low
+        if query.high is not None:
+            inside &= column <= query.high
         keep &= inside
     rows = np.flatnonzero(keep)
     if query.sort in table.metrics:
-        column = table.values[rows, table.metrics.index(query.sort)]
-        missing = np.isnan(column)
+        j = table.metrics.index(query.sort)
+        column = table.values[rows, j]
+        missing = table.status[rows, j] != SCORED
         key = np.where(missing, 0.0, -column if query.desc else column)
         # rows are in id order already; lexsort is stable: ties keep it, no value sorts last
         rows = rows[np.lexsort((key, missing))]
