@@ -27,6 +27,7 @@ pytest.importorskip("distributed", reason='needs the dask extra: pip install ".[
 
 from fake_openai import FakeOpenAI
 
+from ragbridge.adapters.dask.join import Joiner
 from ragbridge.adapters.dask.ledger import CallLedger
 from ragbridge.adapters.dask.run import ClusterInterrupted, _Driver
 from ragbridge.adapters.dask.worker import describe_source
@@ -128,7 +129,8 @@ def test_a_partition_that_stopped_early_is_scored_again(tmp_path: Path) -> None:
     stopped.metadata["aborted"] = "judge: 401 on 5/5 calls"
     config = {"judge": JUDGE}
     store.write(0, "f0", 1, stopped, config=config)
-    driver = _Driver(None, None, store, "", None, config, CallLedger("r"), None)  # type: ignore[arg-type]
+    joiner = Joiner(store, on_result=None, keep=True)
+    driver = _Driver(None, None, store, "", None, config, CallLedger("r"), None, joiner)  # type: ignore[arg-type]
     assert not driver._kept(0, "f0", 1)  # same fingerprint, but its cells are refusals
     assert list(driver.not_reused) == ["stopped early (the judge or the embedder was unusable)"]
 
@@ -214,7 +216,8 @@ def test_a_killed_workers_calls_are_counted_and_dask_says_nothing(tmp_path: Path
         served = server.count("chat")
     assert proc.returncode == 0, err
     assert all(line.startswith("ragbridge: ") for line in err.splitlines()), err
-    assert "partition attempt did not return" in err
+    # a worker scores 2 partitions at once (`run.PARTITIONS_PER_WORKER`): 1 or 2 attempts lost
+    assert re.search(r"(1 partition attempt|2 partition attempts) did not return", err), err
     counted = re.search(r"judge gpt-fake: at least (\d+) calls", out)
     assert counted is not None, out
     # Uncounted: at most the calls on the wire (the cap, 4) and those whose report was on its

@@ -42,15 +42,12 @@ from typing import TYPE_CHECKING, Any, TypeGuard, cast
 from typing_extensions import TypedDict, Unpack
 
 from ragbridge.core.cache.backend import CacheBackend, is_cache_url
-from ragbridge.core.id_spill import IdLedger
 from ragbridge.core.judging.engine import Price
 from ragbridge.core.metrics.base import Metric
-from ragbridge.core.results.evaluation import Evaluation, Score
-from ragbridge.core.results.id_check import IdCheck, note_id_warnings
+from ragbridge.core.results.evaluation import Evaluation
 from ragbridge.core.scoring.partitions import (
     Partition,
     PartStore,
-    combine_metadata,
     config_digest,
     expand_shards,
     not_reused_reason,
@@ -62,6 +59,7 @@ from ragbridge.core.settings import Settings
 
 from .bag_ids import check_bag_ids
 from .blocks import release_leases
+from .join import Joiner
 from .ledger import ATTEMPT_KEY, SUBSCRIPTIONS, CallLedger
 from .quiet import PRELOAD, SILENT, quiet_dask
 from .rate_ledger import cluster_limits
@@ -83,6 +81,13 @@ WORKER_CONFIG: dict[str, Any] = {"distributed.worker.profile.enabled": False}
 samples each worker's threads every 10 ms for the dashboard: measured on 2 shared cores, 17 of
 the 47 CPU ms an idle worker spends a second, and more while the event loop is busy with calls.
 A cluster given by the caller keeps its own settings."""
+
+PARTITIONS_PER_WORKER = 2
+"""Partitions a worker process of a LocalCluster made for a run scores at once (its Dask
+threads: a partition is a coroutine on the worker's event loop, so they add no thread). With
+one, every partition's end drained the worker's calls in flight before the next partition had
+started: 2 workers at a cap of 64 held 27 of their 32 leases busy on average. Two overlap one's
+tail with the next one's start, and share the worker's leases, so the cap is unchanged."""
 
 
 class ClusterInterrupted(KeyboardInterrupt):
@@ -219,7 +224,11 @@ def evaluate(
         ledger = CallLedger(run)
         SUBSCRIPTIONS.add(dask_client, ledger)
         stack.callback(SUBSCRIPTIONS.remove, dask_client, ledger)
-        driver = _Driver(dask_client, job, store, digest, progress, readable, ledger, on_note)
+        joiner = Joiner(store, on_result=on_result, keep=keep)
+        stack.callback(joiner.close)
+        driver = _Driver(
+            dask_client, job, store, digest, progress, readable, ledger, on_note, joiner
+        )
         try:
             if _is_bag(data):
                 check_bag_ids(dask_client, data, window=driver.window())  # before paying
@@ -229,7 +238,7 @@ def evaluate(
                 planned = list(plan_partitions(shards, partition_size, digest))
                 driver.total = sum(p.samples for p in planned)
                 partitions = driver.run_shards(planned)
-            return _join(store, partitions, driver, on_result=on_result, keep=keep)
+            return _join(joiner, partitions, driver, keep=keep)
         except KeyboardInterrupt:
             kept = None if parts is None else os.fspath(folder)
             raise driver.interrupted(kept) from None
@@ -279,7 +288,7 @@ def _connect(client: Client | str | None, workers: int, verbose: bool) -> Iterat
         dask.config.set(WORKER_CONFIG),  # read by the nannies as they start: kept for restarts
         LocalCluster(
             n_workers=workers,
-            threads_per_worker=1,
+            threads_per_worker=PARTITIONS_PER_WORKER,
             processes=True,
             dashboard_address="127.0.0.1:0",  # health routes only: no bokeh, loopback
             host="127.0.0.1",
@@ -320,8 +329,10 @@ class _Driver:
         readable: dict[str, Any],
         ledger: CallLedger,
         on_note: Callable[[str], None] | None,
+        joiner: Joiner,
     ) -> None:
         self.client = client
+        self.joiner = joiner
         self.job = job
         self.store = store
         self.digest = digest
@@ -355,6 +366,7 @@ class _Driver:
     def run_shards(self, planned: list[Partition]) -> list[int]:
         """Score every partition not already kept; the indices of all, in order."""
         self.partitions = len(planned)
+        self.joiner.expect([p.index for p in planned])
         todo: Iterator[Partition] = iter(
             [p for p in planned if not self._kept(p.index, p.fingerprint, p.samples)]
         )
@@ -393,6 +405,7 @@ class _Driver:
 
         pieces = bag.to_delayed()
         self.partitions = len(pieces)
+        self.joiner.expect(range(len(pieces)))
         pending: dict[Future, int] = {}
         headers = {i: self.store.header(i) for i in range(len(pieces))}
         for index, piece in enumerate(pieces):
@@ -439,6 +452,7 @@ class _Driver:
         self.finished_samples += samples
         self.done += samples
         self.cells += cells if isinstance(cells, int) else len(self.store.read(index))
+        self.joiner.ready(index, now=False)  # joined once new work is on its way
 
     def _say_not_reused(self) -> None:
         if self.on_note is None:
@@ -456,6 +470,7 @@ class _Driver:
         self.done = max(self.done, self.finished_samples)
         if evaluation.metadata.get("aborted"):
             self.aborted = True
+        self.joiner.ready(index)
         self._report()
 
     def _wait(self, pending: dict[Any, Any]) -> list[Any]:
@@ -488,39 +503,10 @@ class _Driver:
             self.progress(self.done, self.total)
 
 
-def _join(
-    store: PartStore,
-    indices: Sequence[int],
-    driver: _Driver,
-    *,
-    on_result: OnResult | None,
-    keep: bool,
-) -> Evaluation:
-    """The run's `Evaluation` from its kept partitions, in input order."""
-    evaluation = Evaluation()
-    metadata: list[dict[str, Any]] = []
-    ids = IdCheck()
-    seen = IdLedger()  # ids were checked before the run: a guard, in bounded memory
-    for index in indices:
-        part = store.read(index)
-        metadata.append(part.metadata)
-        by_sample: dict[str, list[Score]] = {}
-        for sample_id, metric, score in part:
-            if sample_id not in by_sample and seen.add(sample_id, (index, 0)) is not None:
-                seen.close()
-                raise _repeated(sample_id, index)
-            by_sample.setdefault(sample_id, []).append(score)
-            if keep:
-                evaluation.add(sample_id, metric, score)
-            if on_result is not None:
-                on_result(sample_id, metric, score)
-        for sample_id, scores in by_sample.items():
-            ids.add_scores(sample_id, scores)
-    repeat = seen.finish()  # past the ledger's spill, a repeat is found here
-    seen.close()
-    if repeat is not None:
-        raise _repeated(repeat.sample_id, repeat.again[0])
-    evaluation.metadata = combine_metadata(metadata)
+def _join(joiner: Joiner, indices: Sequence[int], driver: _Driver, *, keep: bool) -> Evaluation:
+    """The run's `Evaluation` from its kept partitions, in input order (most already joined
+    while the run went on: `Joiner`)."""
+    evaluation = joiner.finish(indices)
     evaluation.metadata["cluster"] = {
         "workers": len(driver.client.nthreads()),
         "partitions": len(indices),
@@ -543,10 +529,4 @@ def _join(
         evaluation.metadata["cluster"]["lost"] = lost.metadata()
     if not keep:
         evaluation.metadata["cells_kept"] = False
-    return note_id_warnings(evaluation, ids)
-
-
-def _repeated(sample_id: str, index: int) -> ValueError:
-    return ValueError(
-        f"duplicate sample id {sample_id!r} (in partition {index} and an earlier one)"
-    )
+    return joiner.warned(evaluation)

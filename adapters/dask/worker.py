@@ -23,12 +23,14 @@ from typing import Any
 
 from ragbridge.adapters.model_registry import Role, model_from
 from ragbridge.core.cache.backend import CacheBackend
+from ragbridge.core.judging.limits import Breaker
 from ragbridge.core.metrics.base import Metric
 from ragbridge.core.results.evaluation import Evaluation
 from ragbridge.core.results.id_check import id_warnings
 from ragbridge.core.sample import Sample
 from ragbridge.core.scoring.partitions import Partition
 from ragbridge.core.scoring.runner import (
+    Engines,
     aevaluate,
     build_engines,
     default_embedder,
@@ -47,6 +49,9 @@ ModelSource = str | Callable[[], Any] | object
 _BUILT: dict[tuple[str, bytes], Any] = {}
 _CACHES: dict[str, CacheBackend] = {}
 _RUNNING: dict[tuple[str, int], int] = {}
+_REPLIED: dict[tuple[str, str], None] = {}
+"""(run, role) whose provider has replied on this worker, newest last (a few runs kept)."""
+_REPLIED_KEPT = 64
 
 
 @dataclass(frozen=True)
@@ -149,6 +154,7 @@ async def _score(job: Job, index: int, samples: Iterable[Sample]) -> Evaluation:
         cache=_cache(job.cache),
     )
     engines = build_engines(settings, metrics, slots=slots)
+    _warm_breakers(job.run, engines)
 
     def calls() -> tuple[int, int]:
         judge, embedder = engines.judge, engines.embedder
@@ -174,6 +180,7 @@ async def _score(job: Job, index: int, samples: Iterable[Sample]) -> Evaluation:
         )
     finally:
         _RUNNING.pop(key, None)
+        _note_replies(job.run, engines)
         slots.close()
         reporter.close()  # its last counts, at once (a result lost on its way still counts)
     # The id check is the run's, over every partition: the client redoes it on the whole.
@@ -185,6 +192,40 @@ async def _score(job: Job, index: int, samples: Iterable[Sample]) -> Evaluation:
         evaluation.metadata.pop("warnings", None)
     evaluation.metadata[ATTEMPT_KEY] = reporter.attempt
     return evaluation
+
+
+def _breakers(engines: Engines) -> list[tuple[str, Breaker]]:
+    found: list[tuple[str, Breaker]] = []
+    if engines.judge is not None:
+        found.append(("judge", engines.judge.breaker))
+    if engines.embedder is not None:
+        found.append(("embedder", engines.embedder.breaker))
+    return found
+
+
+def _warm_breakers(run: str, engines: Engines) -> None:
+    """Skip the first-call probe for a provider that has replied to this run on this worker.
+
+    Until its provider replies, an engine's breaker lets only ``stop_after`` calls into the
+    air, so that a provider failing every call costs that many requests, not the cap's worth.
+    Every partition builds its own engines: each began with that probe, and 2 workers at a cap
+    of 64 spent about a twentieth of the run with 5 calls in flight instead of 32, once per
+    partition (500 samples). A reply from an earlier partition of the same run on the same
+    worker already answers what the probe asks; a provider that fails later still trips the
+    breaker after ``stop_after`` identical failures, as within one partition.
+    """
+    for role, breaker in _breakers(engines):
+        if (run, role) in _REPLIED:
+            breaker.replied = True
+
+
+def _note_replies(run: str, engines: Engines) -> None:
+    for role, breaker in _breakers(engines):
+        if breaker.replied:
+            _REPLIED.pop((run, role), None)
+            _REPLIED[(run, role)] = None
+    while len(_REPLIED) > _REPLIED_KEPT:
+        del _REPLIED[next(iter(_REPLIED))]
 
 
 async def score_partition(job: Job, partition: Partition, data: bytes) -> Evaluation:
