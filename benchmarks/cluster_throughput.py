@@ -143,11 +143,10 @@ def _cluster(workers: int) -> tuple[Any, Any, float]:
 
     start = time.perf_counter()
     settings = getattr(run, "WORKER_CONFIG", {})  # an older ragbridge (before/after runs): none
-    threads = getattr(run, "PARTITIONS_PER_WORKER", 1)  # and one partition at a time
     with dask.config.set(settings):  # the workers `evaluate`'s own LocalCluster would have
         cluster = LocalCluster(
             n_workers=workers,
-            threads_per_worker=threads,
+            threads_per_worker=1,
             processes=True,
             dashboard_address="127.0.0.1:0",
             host="127.0.0.1",

@@ -216,8 +216,7 @@ def test_a_killed_workers_calls_are_counted_and_dask_says_nothing(tmp_path: Path
         served = server.count("chat")
     assert proc.returncode == 0, err
     assert all(line.startswith("ragbridge: ") for line in err.splitlines()), err
-    # a worker scores 2 partitions at once (`run.PARTITIONS_PER_WORKER`): 1 or 2 attempts lost
-    assert re.search(r"(1 partition attempt|2 partition attempts) did not return", err), err
+    assert "partition attempt did not return" in err
     counted = re.search(r"judge gpt-fake: at least (\d+) calls", out)
     assert counted is not None, out
     # Uncounted: at most the calls on the wire (the cap, 4) and those whose report was on its

@@ -82,13 +82,6 @@ samples each worker's threads every 10 ms for the dashboard: measured on 2 share
 the 47 CPU ms an idle worker spends a second, and more while the event loop is busy with calls.
 A cluster given by the caller keeps its own settings."""
 
-PARTITIONS_PER_WORKER = 2
-"""Partitions a worker process of a LocalCluster made for a run scores at once (its Dask
-threads: a partition is a coroutine on the worker's event loop, so they add no thread). With
-one, every partition's end drained the worker's calls in flight before the next partition had
-started: 2 workers at a cap of 64 held 27 of their 32 leases busy on average. Two overlap one's
-tail with the next one's start, and share the worker's leases, so the cap is unchanged."""
-
 
 class ClusterInterrupted(KeyboardInterrupt):
     """Ctrl-C during a cluster run, with what it leaves for a rerun.
@@ -288,7 +281,7 @@ def _connect(client: Client | str | None, workers: int, verbose: bool) -> Iterat
         dask.config.set(WORKER_CONFIG),  # read by the nannies as they start: kept for restarts
         LocalCluster(
             n_workers=workers,
-            threads_per_worker=PARTITIONS_PER_WORKER,
+            threads_per_worker=1,
             processes=True,
             dashboard_address="127.0.0.1:0",  # health routes only: no bokeh, loopback
             host="127.0.0.1",
