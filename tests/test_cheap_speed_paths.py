@@ -12,6 +12,8 @@ the code it replaced, one sample at a time and written by `cell_line`: the same 
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
 import random
 import re
@@ -22,17 +24,22 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+import ragbridge.adapters.cli.eval_command as eval_command
 import ragbridge.adapters.strings as strings
 import ragbridge.core.metrics.providers.offline.context_usage as context_usage
 import ragbridge.core.results.evaluation as evaluation_module
 import ragbridge.core.results.stats as stats
 import ragbridge.core.results.writer as writer
 import ragbridge.core.scoring.runner as runner
+import ragbridge.core.text.case_blind as case_blind
 import ragbridge.core.text.quantities as quantities
 from ragbridge.adapters.cli.main import main
 from ragbridge.core.results.cell_json import cell_line
 from ragbridge.core.results.evaluation import Evaluation, Failure, FailureKind, Score, header_line
 from ragbridge.core.results.usage import Usage
+
+words_module = importlib.import_module("ragbridge.core.text.words")  # the package's `words` is
+# the function of that name
 
 METRICS = "recall@4,mrr,ndcg@4,token_f1,exact_match,context_usage"
 
@@ -83,15 +90,31 @@ def _todays_code(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runner.Batched, "of", classmethod(lambda cls, metrics, size=None: None))
     monkeypatch.setattr(Score, "trusted", classmethod(lambda cls, **kw: cls(**kw)))
     monkeypatch.setattr(Score, "stamped", lambda self, update: self.model_copy(update=update))
-    monkeypatch.setattr(
-        quantities, "_found", lambda pattern, text, words: pattern.search(text) is not None
-    )
+    _canonical_without_fast_paths(monkeypatch)
+    monkeypatch.setattr(eval_command, "rare_full_collections", contextlib.nullcontext)
     monkeypatch.setattr(strings, "normalize_answer", strings.normalize_answer.__wrapped__)
     monkeypatch.setattr(writer, "cell_json", cell_line)
     monkeypatch.setattr(stats, "_GROUPED_MIN_N", 10**12)
 
 
-_MEMOS = (quantities.canonical, context_usage._context_words, strings.normalize_answer)
+def _canonical_without_fast_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`canonical` with every regex run as it was: no substring pre-test, case-blind patterns
+    matched case-blindly, `_UNIT` tried at every position."""
+    monkeypatch.setattr(
+        quantities, "_found", lambda pattern, text, words: pattern.search(text) is not None
+    )
+    monkeypatch.setattr(quantities, "_may_hold", lambda text, words: True)
+    monkeypatch.setattr(case_blind, "TWINS", False)
+    monkeypatch.setattr(quantities, "_AT_DIGIT_RUNS", False)
+    monkeypatch.setattr(words_module, "_ASCII_AT_ONCE", False)
+
+
+_MEMOS = (
+    quantities.canonical,
+    context_usage._context_words,
+    strings.normalize_answer,
+    words_module._words,
+)
 
 
 def _clear_memos() -> None:
@@ -206,7 +229,7 @@ def test_canonical_pre_test_agrees_with_the_regexes() -> None:
     fast = [quantities.canonical(t) for t in texts]
     quantities.canonical.cache_clear()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(quantities, "_found", lambda p, text, words: p.search(text) is not None)
+        _canonical_without_fast_paths(patch)
         slow = [quantities.canonical(t) for t in texts]
     quantities.canonical.cache_clear()
     assert fast == slow
@@ -274,3 +297,59 @@ def test_to_jsonl_writes_through_the_one_fast_encoder(
     expected = header_line({"k": "v"}) + "".join(cell_line(*cell) for cell in cells)
     assert path.read_text("utf-8") == expected
     assert Evaluation.from_jsonl(path) == ev
+
+
+# -- token F1's common count -----------------------------------------------------------------
+
+
+def test_token_f1_common_count_is_the_counter_intersection() -> None:
+    from collections import Counter
+
+    rng = random.Random(7)
+    vocabulary = ["a", "b", "c", "d", "é", "29", "days"]
+    for _ in range(5000):
+        pred = [rng.choice(vocabulary) for _ in range(rng.randrange(0, 9))]
+        gold = [rng.choice(vocabulary) for _ in range(rng.randrange(0, 9))]
+        expected = sum((Counter(pred) & Counter(gold)).values())
+        assert strings._common(pred, gold) == expected
+
+
+# -- ranking cells read their values as Python floats ------------------------------------------
+
+
+def test_ranking_cells_hold_the_kernels_values_bit_for_bit() -> None:
+    """`_ranking_cells` reads each measure's column with one ``tolist()``: the values are the
+    ``float(values[m][i])`` of `evaluate_run`'s arrays, to the last bit."""
+    from ragbridge.core.retrieval.compute import evaluate_run
+    from ragbridge.core.retrieval.measures import parse_measures
+    from ragbridge.core.retrieval.per_sample import ranking_rows
+    from ragbridge.core.retrieval.ranking import Qrels, Run
+    from ragbridge.core.sample import Context, Sample
+
+    rng = random.Random(11)
+    samples = []
+    for i in range(300):
+        docs = list(dict.fromkeys(f"d{rng.randrange(30)}" for _ in range(8)))
+        labels = {f"d{rng.randrange(30)}": rng.choice([1, 2, 3]) for _ in range(3)}
+        samples.append(
+            Sample(
+                id=f"q{i}",
+                question="q",
+                contexts=[Context(id=d, text=d) for d in docs],
+                relevance=labels,
+            )
+        )
+    measures = parse_measures(["recall@4", "mrr", "ndcg@4", "precision@3", "average_precision"])
+    rows = ranking_rows(samples, measures)
+    result = evaluate_run(
+        Qrels({s.id: s.relevance or {} for s in samples}),
+        Run({s.id: [c.id or "" for c in s.contexts] for s in samples}),
+        measures,
+    )
+    row_of = {qid: i for i, qid in enumerate(result.qids)}
+    by_name = {m.name: m for m in measures}
+    assert len(rows) == 300 * len(measures)
+    for sample_id, name, score in rows:
+        expected = float(result.values[by_name[name]][row_of[sample_id]])
+        assert score.value is not None
+        assert score.value.hex() == min(1.0, max(0.0, expected)).hex()

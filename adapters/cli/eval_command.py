@@ -44,6 +44,7 @@ from ragbridge.adapters.cli import (
     split_command,
 )
 from ragbridge.adapters.cli.argtypes import add_cost_options
+from ragbridge.adapters.cli.collector import rare_full_collections
 from ragbridge.adapters.cli.commands import add_command
 from ragbridge.adapters.cli.default_metrics import DefaultMetrics, FieldCounts, fit_default
 from ragbridge.adapters.cli.errors import EXIT_OK, UserError
@@ -582,8 +583,8 @@ def _stream_into(
                 history[0] = None
                 with contextlib.suppress(OSError, sqlite3.Error):
                     into.discard()
-        if writer is None or any(p.startswith("--out") for p in problems):
-            return
+        if writer is None or (problems and any(p.startswith("--out") for p in problems)):
+            return  # (`problems` is empty in nearly every run: no generator per cell then)
         try:
             writer.add(sample_id, metric, score)
         except (OSError, ValueError) as exc:  # a full disk: finish the run, then say so
@@ -593,7 +594,7 @@ def _stream_into(
     def out_ok() -> bool:
         return writer is not None and not any(p.startswith("--out") for p in problems)
 
-    with writer or contextlib.nullcontext():
+    with writer or contextlib.nullcontext(), rare_full_collections():
         try:
             if run is not None:
                 evaluation = run(keep)

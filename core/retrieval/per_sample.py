@@ -152,6 +152,8 @@ def _ranking_cells(
         Qrels(qrels), Run(rankings), list(ranking), relevance_level=relevance_level
     )
     row_of = {qid: i for i, qid in enumerate(result.qids)}
+    # Python floats, the values `float(result.values[m][i])` reads, without a numpy scalar per cell
+    columns = {m: result.values[m].tolist() for m in ranking}
     rows: list[tuple[str, str, Score]] = []
     for sample in samples:
         i = row_of[sample.id]
@@ -167,7 +169,7 @@ def _ranking_cells(
                     FailureKind.INVALID_INPUT, match.reason(), details=details, provider=PROVIDER
                 )
             else:
-                value = min(1.0, max(0.0, float(result.values[m][i])))
+                value = min(1.0, max(0.0, float(columns[m][i])))
                 why = match.reason() if match.mismatched else None
                 # plain values made here: `Score.trusted` skips pydantic's per-field work; each
                 # cell gets its own details (a trusted Score does not copy them)

@@ -53,6 +53,8 @@ import functools
 import re
 from decimal import Decimal, InvalidOperation
 
+from .case_blind import CaseBlind
+
 __all__ = ["canonical", "lone_counts"]
 
 _MONTHS = (
@@ -92,17 +94,36 @@ _ORDINAL_UNITS.update({k: v for k, v in _ORDINAL_SMALL.items() if v < 10})
 _FIRST_THREE = {1: "first", 2: "second", 3: "third"}
 
 _NUMBER_WORD = sorted([*_SMALL, *_TENS, *_SCALES, "hundred", "dozen"], key=len, reverse=True)
-_RUN = re.compile(
+_RUN = CaseBlind(
     r"\b(?:an?\s+(?=(?:hundred|thousand|million|billion|dozen)\b))?"
     rf"(?:{'|'.join(_NUMBER_WORD)})"
-    rf"(?:(?:\s+and\s+|\s+|-)(?:{'|'.join(_NUMBER_WORD)}))*\b",
-    re.IGNORECASE,
+    rf"(?:(?:\s+and\s+|\s+|-)(?:{'|'.join(_NUMBER_WORD)}))*\b"
 )
-_ORDINAL_WORD = re.compile(
-    rf"\b(?:({'|'.join(_TENS)})-)?"
-    rf"({'|'.join([*_ORDINAL_SMALL, *_ORDINAL_TENS, *_ORDINAL_UNITS])})\b",
-    re.IGNORECASE,
-)
+_ORDINAL_WORDS = (*_ORDINAL_SMALL, *_ORDINAL_TENS, *_ORDINAL_UNITS)
+_ORDINAL_WORD = CaseBlind(rf"\b(?:({'|'.join(_TENS)})-)?({'|'.join(_ORDINAL_WORDS)})\b")
+
+
+def _key(word: str) -> str:
+    """The lower-case ASCII key of a ``word`` that a case-blind pattern matched, by the same
+    rule as the match: Python's IGNORECASE also lets "ſ" (long s) match "s" and "ı" (dotless i)
+    match "i", which ``.lower()`` leaves as they are, so "ſeptember" matched the month pattern
+    and then missed the table. A non-ASCII letter becomes the ASCII letter the regex engine
+    itself holds it equal to (rare: such words only)."""
+    lower = word.lower()
+    if lower.isascii():
+        return lower
+    return "".join(_ascii_twin(ch) for ch in word).lower()
+
+
+@functools.lru_cache(maxsize=256)
+def _ascii_twin(ch: str) -> str:
+    """The ASCII letter that ``ch`` matches case-blindly (asked of `re` itself), else ``ch``."""
+    if ch.isascii():
+        return ch
+    for letter in "abcdefghijklmnopqrstuvwxyz":
+        if re.fullmatch(letter, ch, re.IGNORECASE):
+            return letter
+    return ch
 
 
 def _ordinal(n: int) -> str:
@@ -211,7 +232,7 @@ def _number_words(text: str) -> str:
 
 def _ordinal_words(text: str) -> str:
     def swap(match: re.Match[str]) -> str:
-        tens, unit = match.group(1), match.group(2).lower()
+        tens, unit = match.group(1), _key(match.group(2))
         if tens is None:
             if unit in _ORDINAL_UNITS and unit not in _ORDINAL_SMALL:
                 return match.group(0)  # first / second / third: their own written form
@@ -219,7 +240,7 @@ def _ordinal_words(text: str) -> str:
             return _ordinal(n)
         if unit not in _ORDINAL_UNITS:
             return match.group(0)  # "twenty-tenth" is no number
-        return _ordinal(_TENS[tens.lower()] + _ORDINAL_UNITS[unit])
+        return _ordinal(_TENS[_key(tens)] + _ORDINAL_UNITS[unit])
 
     return _ORDINAL_WORD.sub(swap, text)
 
@@ -269,7 +290,7 @@ def _scaled(number: str, scale: int) -> str:
 
 def _month_name(raw: str) -> str:
     word = raw.rstrip(".")
-    name = _MONTH_OF[word.lower()]
+    name = _MONTH_OF[_key(word)]
     return name.capitalize() if word[:1].isupper() else name
 
 
@@ -356,11 +377,44 @@ _UNIT = re.compile(
 )
 _UNIT_WORDS = {f"u{k}": words for k, (_, words, _) in enumerate(_UNIT_TABLE)}
 _UNIT_WORDS.update(s="seconds", h="hours")
-_US_SPELLING = re.compile(r"\b(kilo|centi|milli)?(met|lit)ers?\b", re.IGNORECASE)
+_US_SPELLING = CaseBlind(r"\b(kilo|centi|milli)?(met|lit)ers?\b")
 
 
 def _unit(match: re.Match[str]) -> str:
     return " " + _UNIT_WORDS[match.lastgroup or ""]
+
+
+_DIGIT_RUN = re.compile(r"\d+")
+_AT_DIGIT_RUNS = True
+"""Whether `_units` tries `_UNIT` only where a run of digits ends (False: ``_UNIT.sub``)."""
+
+
+def _units(text: str) -> str:
+    """``_UNIT.sub(_unit, text)``, trying the pattern only where a run of digits ends.
+
+    `_UNIT` opens with ``(?<=\\d)`` and no unit it names begins with a digit, so a match can
+    only start right after the last digit of a run; ``re.sub`` tried its 27 alternatives at
+    every position of every text with a number (a fifth of `canonical`'s time). Matches are
+    taken left to right without overlap, as ``re.sub`` takes them; a unit that ends in a digit
+    ("km2") may be followed by another at its end, as there."""
+    if not _AT_DIGIT_RUNS:
+        return _UNIT.sub(_unit, text)
+    out: list[str] = []
+    last = 0
+    for run in _DIGIT_RUN.finditer(text):
+        at = run.end()
+        if at < last:
+            continue
+        match = _UNIT.match(text, at)
+        if match is None:
+            continue
+        out.append(text[last:at])
+        out.append(_unit(match))
+        last = match.end()
+    if not out:
+        return text
+    out.append(text[last:])
+    return "".join(out)
 
 
 def _british(match: re.Match[str]) -> str:
@@ -370,36 +424,41 @@ def _british(match: re.Match[str]) -> str:
 # --------------------------------------------------------------------------- together
 
 _DIGIT = re.compile(r"\d")
-_WORDY = re.compile(
-    r"\b(?:" + "|".join([*_NUMBER_WORD, *_ORDINAL_SMALL, *_ORDINAL_TENS]) + r")", re.IGNORECASE
-)
-_MONTHLY = re.compile(_MONTH, re.IGNORECASE)
+_WORDY = CaseBlind(r"\b(?:" + "|".join([*_NUMBER_WORD, *_ORDINAL_SMALL, *_ORDINAL_TENS]) + r")")
+_MONTHLY = CaseBlind(_MONTH)
 _WORDY_WORDS = (*_NUMBER_WORD, *_ORDINAL_SMALL, *_ORDINAL_TENS)
 _MONTH_WORDS = tuple(_MONTH_OF)
 
 
-def _found(pattern: re.Pattern[str], text: str, words: tuple[str, ...]) -> bool:
-    """``pattern.search(text) is not None`` for a case-blind pattern that matches one of the
-    lower-case ``words``; an ASCII text holding none of them is answered without the regex
-    (a substring test each: the two searches were half of this module's time on a sentence
-    with a number, and most sentences hold neither). Non-ASCII text always goes to the regex,
-    whose case folding reaches beyond ASCII."""
-    if text.isascii():
-        lower = text.lower()
-        if not any(word in lower for word in words):
-            return False
-    return pattern.search(text) is not None
+def _found(pattern: CaseBlind, text: str, words: tuple[str, ...]) -> bool:
+    """``pattern.search(text) is not None`` for a case-blind pattern whose every match holds
+    one of the lower-case ``words``: an ASCII text holding none of them is answered without the
+    regex (a substring test each: the two searches were half of this module's time on a
+    sentence with a number, and most sentences hold neither), one that does by the pattern's
+    lower-case twin (`CaseBlind`). Non-ASCII text always goes to the case-blind regex, whose
+    folding reaches beyond ASCII."""
+    if not _may_hold(text, words):
+        return False
+    return pattern.found_in(text, text.lower())
+
+
+def _may_hold(text: str, words: tuple[str, ...]) -> bool:
+    """False when ``text`` is ASCII and holds none of the lower-case ``words`` (a pattern whose
+    every match holds one of them cannot match then); True otherwise."""
+    if not text.isascii():
+        return True
+    return any(map(text.lower().__contains__, words))
 
 
 _SCALE_WORDS = ("thousand", "million", "billion", "trillion", "bn")
 
 
 def _scale(match: re.Match[str]) -> str:
-    return _scaled(match.group(1), _SCALE_OF[match.group(2).lower()])
+    return _scaled(match.group(1), _SCALE_OF[_key(match.group(2))])
 
 
 def _currency(match: re.Match[str]) -> str:
-    return match.group(1) + _scaled(match.group(2), _SCALE_OF[match.group(3).lower()])
+    return match.group(1) + _scaled(match.group(2), _SCALE_OF[_key(match.group(3))])
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -422,7 +481,9 @@ def canonical(text: str) -> str:
             text = _DECIMAL_COMMA.sub(r"\1.\2", text)
         text = _THOUSANDS_SPACE.sub(lambda m: re.sub(r"\D", "", m.group(0)), text)
     if wordy:
-        text = _number_words(_ordinal_words(text))
+        if _may_hold(text, _ORDINAL_WORDS):
+            text = _ordinal_words(text)
+        text = _number_words(text)
     lower = text.lower()
     if "ter" in lower:
         text = _US_SPELLING.sub(_british, text)
@@ -441,7 +502,7 @@ def canonical(text: str) -> str:
         text = _YEAR_RANGE.sub(_year_range, text)
     if "%" in text or "per" in lower or "pct" in lower:
         text = _PERCENT.sub(r"\1%", text)
-    text = _UNIT.sub(_unit, text)
+    text = _units(text)
     if ".0" in text:
         text = _ZERO_FRACTION.sub(r"\1", text)
     return text

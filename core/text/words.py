@@ -119,9 +119,20 @@ def words(text: str) -> list[str]:
     return list(_words(text))
 
 
+_ASCII_AT_ONCE = True
+"""Whether `_words` lower-cases an ASCII text whole before splitting it (False: word by word)."""
+
+
 @functools.lru_cache(maxsize=1 << 14)
 def _words(text: str) -> tuple[str, ...]:
-    """`words`, as a tuple that can be shared."""
+    """`words`, as a tuple that can be shared.
+
+    An ASCII text is lower-cased whole, then split: the same words (ASCII lower-casing maps
+    each character to one, and ``_WORD`` does not depend on case; an ASCII text holds no
+    "’"), without a ``lower`` and a ``replace`` per word. Other text goes word by word:
+    lower-casing "İ" makes two characters, the second of which ``_WORD`` would split at."""
+    if _ASCII_AT_ONCE and text.isascii():
+        return tuple(_WORD.findall(text.lower()))
     return tuple(w.lower().replace("’", "'") for w in _WORD.findall(text))
 
 
