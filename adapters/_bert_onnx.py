@@ -9,7 +9,8 @@ own MLAS kernels. Measured on 2 cores (``benchmarks/embedder_fidelity.py``): ~1.
 forward pass's sentences per second, as many as sentence-transformers on torch for short
 sentences and 7-15% more for ~120-word texts; in ``benchmarks/offline_speed.py`` (``evaluate``
 with the four offline metrics, where the encode shares the CPU with the metrics' own Python
-code) 29 samples/s cold against numpy's 18 and torch's 25. The wheels (onnxruntime and onnx)
+code) 29 samples/s cold against numpy's 18 and torch's 25 on one 2-core machine (11-12 for onnx
+on a slower one, where the model is about 85% of the time). The wheels (onnxruntime and onnx)
 take ~115 MB instead of torch's ~2 GB; the load takes ~0.3 s instead of torch's ~4 s.
 
 No ONNX file ships with ragbridge and none exists on the package index for this model: the

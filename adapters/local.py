@@ -9,9 +9,10 @@ Apache-2.0; made by ``benchmarks/export_minilm.py``). Three backends run models:
   as the ``local`` extra installs them): the vendored weights, converted to float32, become an
   ONNX graph built in memory at load time (`._bert_onnx`; no model file, nothing exported by
   torch) that ONNX Runtime runs on the CPU, tokenised by the Rust ``tokenizers`` package. The
-  fastest backend on a CPU (``benchmarks/offline_speed.py``, 2 cores: 29 samples/s cold
-  against numpy's 18 and torch's 25), loaded in ~0.3 s: ~115 MB of wheels, no torch, nothing
-  fetched from the Hugging Face Hub.
+  fastest backend on a CPU (``benchmarks/offline_speed.py`` on one 2-core machine: 29
+  samples/s cold against numpy's 18 and torch's 25; 11-12 for onnx on the slower 2-core machine
+  of the 2026-11 measurements), loaded in ~0.3 s: ~115 MB of wheels, no torch, nothing fetched
+  from the Hugging Face Hub.
 * **numpy**: the same weights run as a numpy forward pass (`._bert_numpy`), which the onnx
   graph follows step for step. The default when onnxruntime or onnx is missing (an
   installation with only ``tokenizers``, as the ``local`` extra was before onnx joined it);
