@@ -109,12 +109,12 @@ def _first_line(text: str) -> str:
 
 def criteria_of(args: argparse.Namespace) -> CriteriaFile | None:
     """``--criteria FILE`` loaded and registered (its names resolve like any measure's), or
-    None without the flag."""
-    from ragbridge.core.criteria import register_criteria
-
+    None without the flag (then nothing of the criteria family is imported)."""
     path = getattr(args, "criteria", None)
     if not path:
         return None
+    from ragbridge.core.criteria import register_criteria
+
     loaded, notes = load_file(path)
     for line in notes:
         console.warn(line)
