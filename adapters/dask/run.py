@@ -6,9 +6,10 @@ samples; each partition is one task running the normal async engine on a worker 
 in-flight cap is the cluster's (`.cap`). What makes the result the local run's, cell for cell:
 
 * each finished partition is written to the parts folder by *this* process, atomically, under
-  its index, and read back in index order, so cells reach ``on_result`` and the returned
-  `Evaluation` in input order whatever order partitions finish in, and a partition that a
-  killed worker's retry finishes twice is still written once;
+  its index, and read back in index order as soon as every partition before it is kept
+  (`.join`), so cells reach ``on_result`` and the returned `Evaluation` in input order whatever
+  order partitions finish in, and a partition that a killed worker's retry finishes twice is
+  still written once;
 * a partition whose part file has the same fingerprint is not submitted at all (a rerun after a
   crash or Ctrl-C pays only for what was not finished); one whose part file has another
   fingerprint is scored again, and ``on_note`` is told which setting changed (`not_reused_reason`);
