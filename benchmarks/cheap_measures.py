@@ -15,6 +15,14 @@ process so that every measurement starts from zero).
     python benchmarks/cheap_measures.py                      # 20,000 and 100,000 samples, 3 runs
     python benchmarks/cheap_measures.py --sizes 20000 --repeat 1
     python benchmarks/cheap_measures.py --source OLD_TREE    # the same runs on another checkout
+    python benchmarks/cheap_measures.py --sizes 100000 --repeat 1 --floor
+
+``--floor`` also times, in this process, the two costs every ``eval --out`` pays whatever its
+measures: reading and validating the samples (the CLI's own reader, ``load_samples``) and
+writing the cells (``ResultWriter.add``, on the cells the last run wrote). It prints each per
+sample and per cell and the cells per second a run could reach if its measures cost nothing: a
+ceiling that says how much of a target is reachable by making the measures faster, and how
+much needs the reading and writing to change (or more cores).
 
 ``--source`` puts a folder holding ``ragbridge/core`` and ``ragbridge/adapters`` (for a checkout,
 make one with two symlinks) first on ``PYTHONPATH``, to measure another version the same way.
@@ -24,6 +32,7 @@ The machine's load average is printed: on a shared machine, compare runs made si
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -98,17 +107,51 @@ def measure(data: Path, out: Path, source: str | None) -> tuple[int, int, float,
     return int(code), int(peak), wall, float(cpu), done.stderr.strip()
 
 
+def floor(data: Path, results: Path, cells_per_sample: int) -> str:
+    """The read and write floor of ``eval --out`` on ``data`` (see the module docstring), with
+    the garbage collector as the CLI sets it for a streamed run."""
+    from ragbridge.adapters.cli.collector import rare_full_collections
+    from ragbridge.core.results.evaluation import Evaluation
+    from ragbridge.core.results.writer import ResultWriter
+    from ragbridge.core.sample import load_samples
+
+    with rare_full_collections():
+        started = time.perf_counter()
+        samples = sum(1 for _ in load_samples(data))
+        read = time.perf_counter() - started
+    with tempfile.TemporaryDirectory(prefix="ragbridge-floor-") as tmp, rare_full_collections():
+        head = Path(tmp) / "head.jsonl"  # the header and the first 60,000 cells are enough
+        with results.open(encoding="utf-8") as src, head.open("w", encoding="utf-8") as dst:
+            dst.writelines(itertools.islice(src, 60_001))
+        cells = list(Evaluation.from_jsonl(head))
+        writer = ResultWriter(Path(tmp) / "floor.jsonl")
+        started = time.perf_counter()
+        for sample_id, metric, score in cells:
+            writer.add(sample_id, metric, score)
+        write = time.perf_counter() - started
+        writer.close({})
+    per_sample, per_cell = read / samples * 1e6, write / len(cells) * 1e6
+    ceiling = cells_per_sample / (per_sample + cells_per_sample * per_cell) * 1e6
+    return (
+        f"   floor: read + validate {per_sample:.0f} us/sample, write {per_cell:.1f} us/cell "
+        f"-> at most {ceiling:,.0f} cells/s with free measures (load {os.getloadavg()[0]:.1f})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="20000,100000", help="comma-separated sample counts")
     parser.add_argument("--repeat", type=int, default=3, help="runs per size (the median counts)")
     parser.add_argument("--source", help="folder with ragbridge/{core,adapters} to measure")
+    parser.add_argument(
+        "--floor", action="store_true", help="also time reading and writing alone (in this process)"
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     print(
         f"$ python benchmarks/cheap_measures.py --sizes {args.sizes} --repeat {args.repeat}", end=""
     )
-    print(f" --source {args.source}" if args.source else "")
+    print((f" --source {args.source}" if args.source else "") + (" --floor" if args.floor else ""))
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cpus")
     print(f"metrics: {METRICS}")
     print(
@@ -136,6 +179,8 @@ def main() -> None:
             bad = next((r for r in runs if r[0] != 0 and r[4]), None)
             if bad is not None:
                 print("   stderr: " + bad[4].splitlines()[-1])
+            elif args.floor:
+                print(floor(data, Path(tmp) / "results.jsonl", len(METRICS.split(","))))
 
 
 if __name__ == "__main__":
