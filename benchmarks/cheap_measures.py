@@ -110,10 +110,10 @@ def measure(data: Path, out: Path, source: str | None) -> tuple[int, int, float,
 def floor(data: Path, results: Path, cells_per_sample: int) -> str:
     """The read and write floor of ``eval --out`` on ``data`` (see the module docstring), with
     the garbage collector as the CLI sets it for a streamed run."""
-    from ragbridge.adapters.cli.collector import rare_full_collections
     from ragbridge.core.results.evaluation import Evaluation
     from ragbridge.core.results.writer import ResultWriter
     from ragbridge.core.sample import load_samples
+    from ragbridge.core.scoring.collector import rare_full_collections
 
     with rare_full_collections():
         started = time.perf_counter()

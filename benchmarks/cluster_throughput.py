@@ -223,12 +223,14 @@ def _run_both(
     """The local run, then each cluster row, ``repeat`` times each (medians printed)."""
     from ragbridge.adapters.dask import evaluate as cluster_evaluate
     from ragbridge.core.sample import load_samples
+    from ragbridge.core.scoring.collector import rare_full_collections
     from ragbridge.core.scoring.runner import evaluate
 
     local_runs, local_cpu = [], []
     for _ in range(repeat):
         start, cpu = time.perf_counter(), _cpu()
-        local = evaluate(load_samples(data), metrics, **local_kwargs)
+        with rare_full_collections():  # as `ragbridge eval` and the workers score
+            local = evaluate(load_samples(data), metrics, **local_kwargs)
         local_runs.append(time.perf_counter() - start)
         local_cpu.append(_cpu() - cpu)
     local_s = statistics.median(local_runs)

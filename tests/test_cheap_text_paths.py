@@ -24,8 +24,8 @@ import pytest
 import ragbridge.adapters.cli.eval_command as eval_command
 import ragbridge.core.text.case_blind as case_blind
 import ragbridge.core.text.quantities as quantities
-from ragbridge.adapters.cli.collector import FULL_EVERY, YOUNG_EVERY, rare_full_collections
 from ragbridge.adapters.cli.main import main
+from ragbridge.core.scoring.collector import FULL_EVERY, YOUNG_EVERY, rare_full_collections
 from ragbridge.core.text.case_blind import CaseBlind
 from ragbridge.core.text.quantities import canonical
 

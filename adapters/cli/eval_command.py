@@ -44,7 +44,6 @@ from ragbridge.adapters.cli import (
     split_command,
 )
 from ragbridge.adapters.cli.argtypes import add_cost_options
-from ragbridge.adapters.cli.collector import rare_full_collections
 from ragbridge.adapters.cli.commands import add_command
 from ragbridge.adapters.cli.default_metrics import DefaultMetrics, FieldCounts, fit_default
 from ragbridge.adapters.cli.errors import EXIT_OK, UserError
@@ -72,6 +71,7 @@ from ragbridge.adapters.cli.outputs import Written, write_failure_code
 from ragbridge.adapters.cli.paths import check_cache, check_distinct, check_input, check_output
 from ragbridge.adapters.cli.plural import noun, plural
 from ragbridge.adapters.cli.recording import history_config
+from ragbridge.core.scoring.collector import rare_full_collections
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds these parsers without them
     from ragbridge.core.criteria import CriteriaFile

@@ -28,6 +28,7 @@ from ragbridge.core.metrics.base import Metric
 from ragbridge.core.results.evaluation import Evaluation
 from ragbridge.core.results.id_check import id_warnings
 from ragbridge.core.sample import Sample
+from ragbridge.core.scoring.collector import rare_full_collections
 from ragbridge.core.scoring.partitions import Partition
 from ragbridge.core.scoring.runner import (
     Engines,
@@ -172,12 +173,13 @@ async def _score(job: Job, index: int, samples: Iterable[Sample]) -> Evaluation:
         _RUNNING[key] = done
 
     try:
-        evaluation = await aevaluate(
-            samples,
-            metrics,
-            settings=settings.replace(judge=engines.judge, embedder=engines.embedder),
-            progress=tick,
-        )
+        with rare_full_collections():  # as the CLI scores: `ragbridge.core.scoring.collector`
+            evaluation = await aevaluate(
+                samples,
+                metrics,
+                settings=settings.replace(judge=engines.judge, embedder=engines.embedder),
+                progress=tick,
+            )
     finally:
         _RUNNING.pop(key, None)
         _note_replies(job.run, engines)
