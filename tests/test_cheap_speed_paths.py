@@ -24,12 +24,12 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-import ragbridge.adapters.cli.eval_command as eval_command
 import ragbridge.adapters.strings as strings
 import ragbridge.core.metrics.providers.offline.context_usage as context_usage
 import ragbridge.core.results.evaluation as evaluation_module
 import ragbridge.core.results.stats as stats
 import ragbridge.core.results.writer as writer
+import ragbridge.core.scoring.collector as collector
 import ragbridge.core.scoring.runner as runner
 import ragbridge.core.text.case_blind as case_blind
 import ragbridge.core.text.quantities as quantities
@@ -91,7 +91,7 @@ def _todays_code(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Score, "trusted", classmethod(lambda cls, **kw: cls(**kw)))
     monkeypatch.setattr(Score, "stamped", lambda self, update: self.model_copy(update=update))
     _canonical_without_fast_paths(monkeypatch)
-    monkeypatch.setattr(eval_command, "rare_full_collections", contextlib.nullcontext)
+    monkeypatch.setattr(collector, "rare_full_collections", contextlib.nullcontext)
     monkeypatch.setattr(strings, "normalize_answer", strings.normalize_answer.__wrapped__)
     monkeypatch.setattr(writer, "cell_json", cell_line)
     monkeypatch.setattr(stats, "_GROUPED_MIN_N", 10**12)

@@ -71,7 +71,6 @@ from ragbridge.adapters.cli.outputs import Written, write_failure_code
 from ragbridge.adapters.cli.paths import check_cache, check_distinct, check_input, check_output
 from ragbridge.adapters.cli.plural import noun, plural
 from ragbridge.adapters.cli.recording import history_config
-from ragbridge.core.scoring.collector import rare_full_collections
 
 if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds these parsers without them
     from ragbridge.core.criteria import CriteriaFile
@@ -593,6 +592,8 @@ def _stream_into(
 
     def out_ok() -> bool:
         return writer is not None and not any(p.startswith("--out") for p in problems)
+
+    from ragbridge.core.scoring.collector import rare_full_collections  # `--help` stays light
 
     with writer or contextlib.nullcontext(), rare_full_collections():
         try:
