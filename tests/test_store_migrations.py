@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from sqlite_locks import hold_write_lock
 
 from ragbridge.core.monitoring import MonitorStore, RunRecord, ScoreCell, StoreError
 from ragbridge.core.monitoring.migrations import SCHEMA_VERSION, STEPS, steps_after
@@ -210,6 +211,51 @@ def test_processes_opening_a_schema_1_file_at_once_upgrade_it_once(tmp_path: Pat
     with MonitorStore(path) as store:
         assert sorted(r.run_id for r in store.runs()) == sorted([_RUN_1[0], "p0", "p1", "p2", "p3"])
         assert store.run("p2").branch == "b"
+
+
+def _hold_write_lock(path: Path) -> sqlite3.Connection:
+    """A connection in the middle of a write to a schema-1 file: 4 processes opening such a file
+    at once met this lock in the CI run of stop 43 (tests/sqlite_locks.py says why)."""
+    return hold_write_lock(path, "INSERT INTO meta VALUES ('holder', '1')")
+
+
+def test_an_opening_waits_out_a_lock_that_the_busy_timeout_does_not_cover(tmp_path: Path) -> None:
+    import threading
+
+    path = tmp_path / "old.sqlite"
+    _schema_1_file(path)
+    holder = _hold_write_lock(path)
+    probe = sqlite3.connect(path, timeout=5.0, isolation_level=None)
+    started = time.monotonic()
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        probe.execute("PRAGMA journal_mode=WAL")
+    assert time.monotonic() - started < 2.0  # the window is real: no wait, despite timeout=5
+    probe.close()
+    release = threading.Timer(0.4, lambda: (holder.execute("COMMIT"), holder.close()))
+    started = time.monotonic()
+    release.start()
+    with MonitorStore(path) as store:  # without the retry: StoreError "database is locked"
+        assert [r.run_id for r in store.runs()] == [_RUN_1[0]]
+    assert time.monotonic() - started >= 0.35
+    release.join()
+
+
+def test_an_opening_gives_up_on_a_lock_held_past_the_busy_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragbridge.core.monitoring import store as store_module
+
+    path = tmp_path / "old.sqlite"
+    _schema_1_file(path)
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_MS", 300)
+    holder = _hold_write_lock(path)
+    try:
+        started = time.monotonic()
+        with pytest.raises(StoreError, match=r"old\.sqlite: still locked by another process"):
+            MonitorStore(path)
+        assert 0.25 <= time.monotonic() - started < 5.0
+    finally:
+        holder.close()
 
 
 # -- PostgreSQL -------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from typing_extensions import Unpack
 
+from ..sqlite_wal import open_wal
 from .backend import BackendBase, CacheBackend, is_cache_url, open_backend, redact_url
 from .maintenance import CacheMaintenance
 from .sqlite_io import in_chunks, transaction
@@ -140,38 +141,28 @@ class Cache(CacheMaintenance, BackendBase):
         self._conn: sqlite3.Connection | None = None
         # isolation_level=None: autocommit, so a single INSERT is durable the moment it returns;
         # multi-row writes open their own explicit transaction.
-        conn = sqlite3.connect(
-            self._path,
-            timeout=_BUSY_TIMEOUT_S,
-            check_same_thread=False,
-            isolation_level=None,
-        )
         try:
-            self._initialise(conn)
+            conn = open_wal(self._path, timeout_s=_BUSY_TIMEOUT_S, initialise=self._initialise)
         except sqlite3.OperationalError:
-            # Locked, unwritable, a folder, ...: SQLite's own message is the useful one.
-            conn.close()
+            # Locked past the timeout, unwritable, a folder, ...: SQLite's own message is the
+            # useful one.
             raise
         except sqlite3.DatabaseError as exc:
-            conn.close()
             raise ValueError(
                 f"{self._path} is not a valid ragbridge cache file ({exc}); "
                 "delete it (a fresh cache will be created) or choose another cache path"
             ) from exc
-        except BaseException:
-            conn.close()
-            raise
         self._conn = conn
         self._file = None if self._memory else os.path.abspath(self._path)
         self._identity = None if self._file is None else _identity(self._file)
 
     def _initialise(self, conn: sqlite3.Connection) -> None:
-        """Switch to WAL, check the schema version and create missing tables.
+        """Check the schema version and create missing tables (`open_wal` switched to WAL).
 
         Runs in one ``BEGIN IMMEDIATE`` transaction so two processes creating the same new file
-        at once cannot interleave their table creation.
+        at once cannot interleave their table creation, and a "locked" refusal rolls it back
+        whole before `open_wal` tries again.
         """
-        conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         with transaction(conn):
             conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")

@@ -26,6 +26,7 @@ from typing import Any
 
 from typing_extensions import Self
 
+from ..sqlite_wal import is_busy, open_wal
 from .migrations import SCHEMA_VERSION, newer_schema, steps_after
 from .records import RequestRecord, RunRecord, ScoreCell
 from .sample_records import decode_details, decode_record, encode_details, encode_record
@@ -171,29 +172,32 @@ class MonitorStore:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         try:
-            self._conn.execute("PRAGMA journal_mode=WAL")
             # Writers queue for the one write lock; SQLite's busy handler is not a fair queue, so
             # with 8 processes streaming 1,000-cell batches on a loaded 2-core machine a writer
             # waited over 5 s (benchmarks/store_throughput.py): wait up to a minute instead.
-            self._conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            self._initialise()
-        except sqlite3.DatabaseError as exc:
-            self._conn.close()
+            self._conn = open_wal(
+                str(self.path), timeout_s=BUSY_TIMEOUT_MS / 1000, initialise=self._initialise
+            )
+        except sqlite3.OperationalError as exc:
+            if is_busy(exc):
+                raise StoreError(
+                    f"{self.path}: still locked by another process after "
+                    f"{BUSY_TIMEOUT_MS / 1000:g} s ({exc})"
+                ) from None
             raise StoreError(f"{self.path}: not a ragbridge monitor store ({exc})") from None
-        except BaseException:
-            self._conn.close()
-            raise
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: not a ragbridge monitor store ({exc})") from None
 
-    def _initialise(self) -> None:
+    def _initialise(self, conn: sqlite3.Connection) -> None:
         """Create the tables or upgrade them; refuse a newer schema before writing anything.
 
         A current store is only read (no write lock), so many processes open it at once; an
         old or new one is created/upgraded in one ``BEGIN IMMEDIATE`` transaction that reads
         the version again under the lock: of two processes upgrading at once, the second
-        finds the work done.
+        finds the work done. Safe to run again after a "locked" refusal (`open_wal`).
         """
+        self._conn = conn
         found = self._version()
         if found == SCHEMA_VERSION:
             return
