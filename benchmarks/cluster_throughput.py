@@ -146,7 +146,7 @@ def _cluster(workers: int) -> tuple[Any, Any, float]:
     with dask.config.set(settings):  # the workers `evaluate`'s own LocalCluster would have
         cluster = LocalCluster(
             n_workers=workers,
-            threads_per_worker=1,
+            threads_per_worker=getattr(run, "WORKER_THREADS", 1),  # as `evaluate`'s own
             processes=True,
             dashboard_address="127.0.0.1:0",
             host="127.0.0.1",

@@ -198,6 +198,30 @@ def test_one_cap_holds_across_the_cluster(
         assert slow.max_in_flight > 3
 
 
+def test_a_cluster_made_for_the_run_scores_two_partitions_at_once_per_worker(
+    shards: list[Path], client: Client
+) -> None:
+    """`run.WORKER_THREADS`: a worker of the cluster `evaluate` starts fills the slots one
+    partition leaves empty (its last calls, the gap before the next) with a second partition's
+    calls. The control is the module's cluster, one partition at a time per worker."""
+    from ragbridge.adapters.dask.run import WORKER_THREADS
+
+    assert WORKER_THREADS == 2
+    options: dict[str, Any] = {"judge": JUDGE, "partition_size": 1, "max_concurrency": 64}
+    with FakeOpenAI(delay=0.3) as slow:
+        control = evaluate(
+            [shards[0]], ["context_precision"], base_url=slow.base_url, client=client, **options
+        )
+        one_each = slow.max_in_flight  # 2 workers x one sample's calls
+    with FakeOpenAI(delay=0.3) as slow:
+        made = evaluate([shards[0]], ["context_precision"], base_url=slow.base_url, **options)
+        two_each = slow.max_in_flight
+    assert made.metadata["cluster"]["workers"] == 2
+    assert two_each > one_each  # 1 thread per worker: never more than one_each
+    assert two_each <= 2 * one_each
+    assert _cells(made) == _cells(control)
+
+
 def test_a_rerun_skips_finished_partitions_and_only_those(
     shards: list[Path], server: FakeOpenAI, client: Client, tmp_path: Path
 ) -> None:

@@ -216,7 +216,8 @@ def test_a_killed_workers_calls_are_counted_and_dask_says_nothing(tmp_path: Path
         served = server.count("chat")
     assert proc.returncode == 0, err
     assert all(line.startswith("ragbridge: ") for line in err.splitlines()), err
-    assert "partition attempt did not return" in err
+    # one partition attempt per thread of the killed worker (`run.WORKER_THREADS`: 1 or 2)
+    assert re.search(r"ragbridge: \d+ partition attempts? did not return", err), err
     counted = re.search(r"judge gpt-fake: at least (\d+) calls", out)
     assert counted is not None, out
     # Uncounted: at most the calls on the wire (the cap, 4) and those whose report was on its
