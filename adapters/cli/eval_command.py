@@ -37,6 +37,7 @@ from ragbridge.adapters.cli import (
     cluster_command,
     console,
     conversations_command,
+    cores_command,
     criteria_command,
     history_command,
     recording,
@@ -80,6 +81,7 @@ if TYPE_CHECKING:  # imported where used: `ragbridge --help` builds these parser
     from ragbridge.core.results.evaluation import Evaluation, Score
     from ragbridge.core.results.tally import Tally
     from ragbridge.core.sample import Sample
+    from ragbridge.core.scoring.cores import Share
     from ragbridge.core.scoring.runner import Estimate, OnResult
 
 __all__ = [
@@ -124,6 +126,7 @@ def register(sub: Any) -> None:
     split_command.add_heldout_options(ev)
     repeat_command.add_repeat_option(ev)
     cluster_command.add_cluster_options(ev)
+    cores_command.add_processes_option(ev)
     ev.set_defaults(handler=run_eval)
 
     run = add_command(
@@ -502,6 +505,7 @@ def run_eval(args: argparse.Namespace) -> int:
     scan = plan.scan
     assert scan is not None  # prepare scanned ``data``
     own = _said_self_judging(plan, scan.own_answers)
+    args.processes = cores_command.processes(args, plan, scan.count)  # refused here, if at all
     heldout = split_command.check_heldout(args, data)
     metadata: dict[str, Any] = {"heldout": heldout} if heldout else {}
     metadata.update(own)
@@ -593,12 +597,26 @@ def _stream_into(
     def out_ok() -> bool:
         return writer is not None and not any(p.startswith("--out") for p in problems)
 
+    def take(share: Share) -> None:
+        """A range of the file that another process scored (`cores_command`), in order."""
+        tally.merge(share.tally)
+        if writer is not None and out_ok() and share.spool is not None:
+            writer.append_cells(share.spool, share.cells)  # written (or discarded) with the rest
+        else:
+            share.discard()
+
     from ragbridge.core.scoring.collector import rare_full_collections  # `--help` stays light
 
     with writer or contextlib.nullcontext(), rare_full_collections():
         try:
             if run is not None:
                 evaluation = run(keep)
+            elif getattr(args, "processes", None) and args.processes > 1:  # `run_eval` chose
+                spool_dir = writer.path.parent if writer is not None else None
+                evaluation = cores_command.score_on_cores(
+                    args, plan, data, count, args.processes, keep, take,
+                    spool_dir=spool_dir, metadata=metadata,
+                )  # fmt: skip
             else:
                 evaluation = score(
                     args, plan, load_samples(data), count, on_result=keep, metadata=metadata,

@@ -258,6 +258,35 @@ class IdCheck:
                         self._count(sample_id, match)
                 return
 
+    def merge(self, later: IdCheck) -> None:
+        """Add the tally of ``later``, a check fed the samples that come after this one's (a
+        file scored in parts on several processes, `ragbridge.core.scoring.cores`): the
+        counts, examples and named samples are then the ones a single check fed every sample
+        in order would hold."""
+        with self._lock, later._lock:
+            self._seen |= later._seen
+            self._labelled += later._labelled
+            self._bad += later._bad
+            room = SHOWN_SAMPLES - len(self._bad_ids)
+            self._bad_ids.extend(later._bad_ids[: max(0, room)])
+            if self._first_bad is None:
+                self._first_bad = later._first_bad
+            for key, count in later._bad_keys.items():
+                self._bad_keys[key] = self._bad_keys.get(key, 0) + count
+            self._bad_llamaindex += later._bad_llamaindex
+            self._bad_ids_all_random &= later._bad_ids_all_random
+            self._bad_labels_any_random |= later._bad_labels_any_random
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable (sent back by a scoring process): everything but the lock."""
+        state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     @property
     def labelled(self) -> int:
         """Labelled samples that retrieved at least one id."""

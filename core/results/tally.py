@@ -77,6 +77,19 @@ class ColumnTally:
         if score.usage.calls or score.usage.cached_calls or score.usage.total_tokens:
             self.usage += score.usage
 
+    def merge(self, later: ColumnTally) -> None:
+        """Add ``later``'s cells, which come after this column's in the run's order."""
+        self.values.extend(later.values)
+        self.n_skipped += later.n_skipped
+        self.failures.update(later.failures)
+        for kind, found in later.messages.items():
+            seen = self.messages.setdefault(kind, Counter())
+            for message, count in found.items():
+                if message in seen or len(seen) < _MESSAGES_KEPT:
+                    seen[message] += count
+        if later.usage.calls or later.usage.cached_calls or later.usage.total_tokens:
+            self.usage += later.usage
+
     @property
     def n_failed(self) -> int:
         return sum(self.failures.values())
@@ -153,6 +166,16 @@ class Tally:
         if column is None:
             column = self.columns[metric] = ColumnTally()
         column.add(score)
+
+    def merge(self, later: Tally) -> None:
+        """Add the cells of ``later``, a tally of the cells that follow this one's in the run
+        (a file scored in parts on several processes): the values keep the run's order, so the
+        seeded bootstrap of the summary is the one a single tally would give."""
+        for metric, column in later.columns.items():
+            mine = self.columns.get(metric)
+            if mine is None:
+                mine = self.columns[metric] = ColumnTally()
+            mine.merge(column)
 
     @property
     def metrics(self) -> list[str]:

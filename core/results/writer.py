@@ -42,12 +42,22 @@ class ResultWriter:
         )
         self._spool = Path(name)
         self._file = os.fdopen(handle, "w", encoding="utf-8")
+        self._parts: list[Path] = []
         self._closed = False
 
     def add(self, sample_id: str, metric: str, score: Score) -> None:
         """Append one cell (the signature of ``on_result``)."""
         self._file.write(cell_json(sample_id, metric, score))  # `cell_line`'s bytes, faster
         self.cells += 1
+
+    def append_cells(self, path: str | os.PathLike[str], cells: int) -> None:
+        """After the last `add`: the ``cells`` cell lines that another process wrote to
+        ``path`` with `cell_json` (a later part of the run, `ragbridge.core.scoring.cores`) come
+        next. The file is the writer's from now on: `close` copies it as bytes after the cells
+        before it (the file `add` would have written, no cell decoded again, and copied once)
+        and removes it, as `discard` does."""
+        self._parts.append(Path(path))
+        self.cells += cells
 
     def close(self, metadata: dict[str, Any]) -> None:
         """Write the file: ``metadata`` as its header, then every cell in the order added."""
@@ -56,18 +66,25 @@ class ResultWriter:
         self._closed = True
         self._file.close()
         try:
-            with atomic_write(self.path) as out, open(self._spool, encoding="utf-8") as cells:
+            with atomic_write(self.path) as out:
                 out.write(header_line(metadata))
-                shutil.copyfileobj(cells, out, 1 << 20)
+                out.flush()  # the cells are copied as bytes after it: they are UTF-8 already
+                for spool in (self._spool, *self._parts):
+                    with open(spool, "rb") as cells:
+                        shutil.copyfileobj(cells, out.buffer, 1 << 20)
         finally:
-            self._spool.unlink(missing_ok=True)
+            self._remove_spools()
 
     def discard(self) -> None:
         """Give up: remove the hidden file; ``path`` keeps whatever it held before."""
         if not self._closed:
             self._closed = True
             self._file.close()
-        self._spool.unlink(missing_ok=True)
+        self._remove_spools()
+
+    def _remove_spools(self) -> None:
+        for spool in (self._spool, *self._parts):
+            spool.unlink(missing_ok=True)
 
     def __enter__(self) -> ResultWriter:
         return self

@@ -90,6 +90,9 @@ class RunOptions(SettingsOptions, total=False):
     """Which of the run's metrics score a record (None: all of them); a cell of a metric that
     does not is absent. How one run scores turns and whole conversations with different
     metrics (`ragbridge.core.multiturn.run`)."""
+    id_check: IdCheck | None
+    """The run's tally of retrieved ids against labels, given by a caller that joins several
+    runs' into one (a file scored on several processes, `ragbridge.core.scoring.cores`)."""
 
 
 def resolve_metrics(metrics: Iterable[Metric | str]) -> list[Metric]:
@@ -158,6 +161,9 @@ async def aevaluate(
     keep = options.pop("keep", True)
     applies = options.pop("applies", None)
     generator = options.pop("generator_model", None)
+    ids = options.pop("id_check", None)
+    if ids is None:
+        ids = IdCheck()
     config = Settings.of(settings, options)
     resolved = resolve_metrics(metrics)
     engines = build_engines(config, resolved)
@@ -184,7 +190,6 @@ async def aevaluate(
     done = 0
     seen: set[str] = set()
     spent = Usage()
-    ids = IdCheck()
     # Model-free measures (ranking, string) a chunk of samples at a time (`batched`).
     batched = Batched.of(resolved)
     stream: AsyncIterator[tuple[Sample, list[Metric], list[Score]]] = (
