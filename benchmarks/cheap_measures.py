@@ -9,12 +9,16 @@ names the same text, as retrieval from one corpus does, and a relevance label), 
 in a fresh process, ``--repeat`` times per size, and prints the median wall time, the cells per
 second (samples × 6 / wall, the process's start included), the same per second of CPU time
 (user + system: what the run costs, less sensitive than wall time to other processes on a
-shared machine) and the median peak RSS (the child's ``ru_maxrss``, read by a small wrapper
-process so that every measurement starts from zero).
+shared machine) and the median peak RSS (the largest ``ru_maxrss`` of the run's processes,
+read by a small wrapper process so that every measurement starts from zero). ``eval`` splits
+such a run over one process per core (`ragbridge.core.scoring.cores`): the CPU time is then
+every process's, and the peak RSS the largest one process reached (the machine holds about one
+such peak per process). ``--processes 1`` measures the one-process run.
 
     python benchmarks/cheap_measures.py                      # 20,000 and 100,000 samples, 3 runs
     python benchmarks/cheap_measures.py --sizes 20000 --repeat 1
     python benchmarks/cheap_measures.py --source OLD_TREE    # the same runs on another checkout
+    python benchmarks/cheap_measures.py --processes 1        # in one process, as before
     python benchmarks/cheap_measures.py --sizes 100000 --repeat 1 --floor
 
 ``--floor`` also times, in this process, the two costs every ``eval --out`` pays whatever its
@@ -84,15 +88,18 @@ def write_samples(path: Path, n: int, seed: int = 0, corpus: int = 10_000) -> No
             fh.write(json.dumps(row) + "\n")
 
 
-def measure(data: Path, out: Path, source: str | None) -> tuple[int, int, float, float, str]:
+def measure(
+    data: Path, out: Path, source: str | None, processes: int | None = None
+) -> tuple[int, int, float, float, str]:
     """Exit code, peak RSS (KiB), wall time and CPU time (user + system) of one ``ragbridge
-    eval`` in a fresh process."""
+    eval`` in a fresh process (``--processes`` passed on when given)."""
     env = dict(os.environ)
     if source:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [source, env.get("PYTHONPATH")]))
     command = [
         sys.executable, "-m", "ragbridge.adapters.cli", "eval", str(data),
         "--metrics", METRICS, "--out", str(out),
+        *(["--processes", str(processes)] if processes else []),
     ]  # fmt: skip
     started = time.perf_counter()
     done = subprocess.run(
@@ -146,12 +153,19 @@ def main() -> None:
     parser.add_argument(
         "--floor", action="store_true", help="also time reading and writing alone (in this process)"
     )
+    parser.add_argument(
+        "--processes", type=int, help="passed on to eval (default: eval's, one per core)"
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     print(
         f"$ python benchmarks/cheap_measures.py --sizes {args.sizes} --repeat {args.repeat}", end=""
     )
-    print((f" --source {args.source}" if args.source else "") + (" --floor" if args.floor else ""))
+    print(
+        (f" --source {args.source}" if args.source else "")
+        + (f" --processes {args.processes}" if args.processes else "")
+        + (" --floor" if args.floor else "")
+    )
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cpus")
     print(f"metrics: {METRICS}")
     print(
@@ -165,7 +179,8 @@ def main() -> None:
             runs = []
             for _ in range(args.repeat):
                 load = os.getloadavg()[0]
-                runs.append((*measure(data, Path(tmp) / "results.jsonl", args.source), load))
+                out = Path(tmp) / "results.jsonl"
+                runs.append((*measure(data, out, args.source, args.processes), load))
             wall = statistics.median(r[2] for r in runs)
             cpu = statistics.median(r[3] for r in runs)
             peak = statistics.median(r[1] for r in runs) / 1024
