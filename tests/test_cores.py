@@ -312,6 +312,17 @@ def test_eval_on_processes_writes_the_one_process_file_and_summary(
     assert "token_f1" in out3
 
 
+def test_the_progress_bar_counts_the_samples_of_every_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAGBRIDGE_PROGRESS", "1")
+    path = tmp_path / "d.jsonl"
+    _write(path, 700)
+    _, _, err = _eval(capsys, str(path), "--metrics", "recall@4,token_f1", "--processes", "3")
+    assert "scoring on 3 processes" in err
+    assert "700/700" in err
+
+
 @pytest.mark.parametrize(
     ("extra", "said"),
     [

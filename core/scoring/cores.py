@@ -232,6 +232,15 @@ def _score_range(
     return Share(cells.cells, spool, tally, ids, _without_id_lines(evaluation.metadata, ids))
 
 
+def _counter(counts: Any, slot: int) -> Progress:
+    """A progress callback that keeps a range's count of samples done in ``counts[slot]``."""
+
+    def progress(done: int, _total: int | None) -> None:
+        counts[slot] = done
+
+    return progress
+
+
 def _child(
     conn: Any,
     path: Path,
@@ -244,11 +253,8 @@ def _child(
 ) -> None:
     """A forked child's body: score ``piece``, send the `Share` (or why it failed) and exit."""
 
-    def progress(done: int, _total: int | None) -> None:
-        counts[slot] = done
-
     try:
-        share = _score_range(path, piece, metrics, settings, spool, progress)
+        share = _score_range(path, piece, metrics, settings, spool, _counter(counts, slot))
         conn.send(("ok", share))
     except BaseException as exc:  # anything, Ctrl-C included: the parent scores it again
         with contextlib.suppress(Exception):
@@ -316,19 +322,26 @@ def evaluate_on_cores(
         with progress() if progress is not None else contextlib.nullcontext() as advance:
             first = ranges[0]
 
-            def tick(done: int, _total: int | None) -> None:
-                counts[0] = done
+            def show() -> None:
                 if advance is not None:
                     advance(sum(counts), None)
+
+            def tick(done: int, _total: int | None) -> None:
+                counts[0] = done
+                if not done % 64:  # a bar needs no update per sample
+                    show()
 
             ids = IdCheck()
             evaluation = _evaluate_range(source, first, metrics, on_result, ids, tick, settings)
             for k, (child, conn) in enumerate(children, start=1):
-                share, why = _collect(child, conn, lambda: tick(counts[0], None))
+                share, why = _collect(child, conn, show)
                 if share is None:
                     rescored.append(f"lines from {ranges[k].first_line}: {why}")
-                    share = _score_range(source, ranges[k], metrics, settings, spools[k - 1], None)
+                    share = _score_range(
+                        source, ranges[k], metrics, settings, spools[k - 1], _counter(counts, k)
+                    )
                 shares.append(share)
+            show()  # every range is done: the bar's last count is the whole file's
         parts = [_without_id_lines(evaluation.metadata, ids)] + [s.metadata for s in shares]
         for share in shares:
             ids.merge(share.ids)
