@@ -26,7 +26,7 @@ from ragbridge.core.cache.backend import CacheBackend
 from ragbridge.core.judging.limits import Breaker
 from ragbridge.core.metrics.base import Metric
 from ragbridge.core.results.evaluation import Evaluation
-from ragbridge.core.results.id_check import id_warnings
+from ragbridge.core.results.id_check import drop_id_warnings, id_warnings
 from ragbridge.core.sample import Sample
 from ragbridge.core.scoring.collector import rare_full_collections
 from ragbridge.core.scoring.partitions import Partition
@@ -186,12 +186,7 @@ async def _score(job: Job, index: int, samples: Iterable[Sample]) -> Evaluation:
         slots.close()
         reporter.close()  # its last counts, at once (a result lost on its way still counts)
     # The id check is the run's, over every partition: the client redoes it on the whole.
-    own = set(id_warnings(evaluation))
-    warnings = [w for w in evaluation.metadata.get("warnings", []) if w not in own]
-    if warnings:
-        evaluation.metadata["warnings"] = warnings
-    else:
-        evaluation.metadata.pop("warnings", None)
+    drop_id_warnings(evaluation.metadata, id_warnings(evaluation))
     evaluation.metadata[ATTEMPT_KEY] = reporter.attempt
     return evaluation
 

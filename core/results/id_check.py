@@ -46,6 +46,7 @@ __all__ = [
     "SHOWN_SAMPLES",
     "IdCheck",
     "IdMatch",
+    "drop_id_warnings",
     "id_fix",
     "id_warnings",
     "match_ids",
@@ -436,3 +437,15 @@ def note_id_warnings(evaluation: Evaluation, check: IdCheck | None = None) -> Ev
             if line not in existing:
                 existing.append(line)
     return evaluation
+
+
+def drop_id_warnings(metadata: dict[str, Any], lines: Iterable[str]) -> None:
+    """Take a part's own id warning ``lines`` out of ``metadata["warnings"]`` (and the key,
+    when nothing is left): a run scored in parts (a Dask partition, a range scored on another
+    core: `ragbridge.core.scoring.cores`) says its id warning once, counted over the whole."""
+    own = set(lines)
+    kept = [line for line in metadata.get("warnings") or [] if line not in own]
+    if kept:
+        metadata["warnings"] = kept
+    else:
+        metadata.pop("warnings", None)

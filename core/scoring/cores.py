@@ -51,7 +51,7 @@ from typing_extensions import Unpack
 from ..metrics.base import Metric
 from ..results.cell_json import cell_json
 from ..results.evaluation import Evaluation, Score
-from ..results.id_check import IdCheck, note_id_warnings
+from ..results.id_check import IdCheck, drop_id_warnings, note_id_warnings
 from ..results.tally import Tally
 from ..sample import parse_sample_lines
 from ..settings import SettingsOptions
@@ -91,8 +91,7 @@ def splittable(metrics: Sequence[Metric]) -> bool:
     return (
         batched is not None
         and batched.everything
-        and sys.platform != "win32"
-        and "fork" in multiprocessing.get_all_start_methods()
+        and "fork" in multiprocessing.get_all_start_methods()  # not on Windows
     )
 
 
@@ -205,16 +204,6 @@ class _Spool:
         self.cells += 1
 
 
-def _without_id_lines(metadata: dict[str, Any], ids: IdCheck) -> dict[str, Any]:
-    """``metadata`` without the id warning of its own range (the merged check says the file's)."""
-    own = set(ids.lines())
-    kept = [line for line in metadata.get("warnings") or [] if line not in own]
-    out = {k: v for k, v in metadata.items() if k != "warnings"}
-    if kept:
-        out["warnings"] = kept
-    return out
-
-
 def _score_range(
     path: Path,
     piece: LineRange,
@@ -229,7 +218,8 @@ def _score_range(
     with open(spool, "w", encoding="utf-8") if spool else contextlib.nullcontext() as out:
         cells = _Spool(out, tally)
         evaluation = _evaluate_range(path, piece, metrics, cells, ids, progress, settings)
-    return Share(cells.cells, spool, tally, ids, _without_id_lines(evaluation.metadata, ids))
+    drop_id_warnings(evaluation.metadata, ids.lines())
+    return Share(cells.cells, spool, tally, ids, evaluation.metadata)
 
 
 def _counter(counts: Any, slot: int) -> Progress:
@@ -342,7 +332,8 @@ def evaluate_on_cores(
                     )
                 shares.append(share)
             show()  # every range is done: the bar's last count is the whole file's
-        parts = [_without_id_lines(evaluation.metadata, ids)] + [s.metadata for s in shares]
+        drop_id_warnings(evaluation.metadata, ids.lines())  # said once, for the whole file
+        parts = [evaluation.metadata] + [s.metadata for s in shares]
         for share in shares:
             ids.merge(share.ids)
         combined = Evaluation(metadata=combine_metadata(parts))
